@@ -1,0 +1,63 @@
+package llm_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/taskloom/taskloom/llm"
+)
+
+func ExampleScripted() {
+	script, err := llm.ParseScript([]byte(`{"conversations": [
+	  {"match": "Task: T1\\b",
+	   "replies": [
+	     {"content": "I'll write the file.",
+	      "tool_calls": [{"name": "write_to_file", "arguments": {"path": "a.go", "content": "package a\n"}}]},
+	     {"tool_calls": [{"name": "attempt_completion", "arguments": "{\"result\": \"done\"}"}]}
+	   ]}
+	]}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	model := llm.NewScripted(script)
+	ctx := context.Background()
+
+	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Task: T1 — write a.go\nAttempt: 1 of 3")}
+	for range 2 {
+		resp, err := model.GenerateContent(ctx, msgs)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		c := resp.Choices[0]
+		fmt.Printf("content=%q stop=%s\n", c.Content, c.StopReason)
+		ai := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+		for _, tc := range c.ToolCalls {
+			fmt.Printf("  %s %s %s\n", tc.ID, tc.FunctionCall.Name, tc.FunctionCall.Arguments)
+			ai.Parts = append(ai.Parts, tc)
+		}
+		msgs = append(msgs, ai)
+	}
+	_, err = model.GenerateContent(ctx, msgs)
+	fmt.Println(err)
+	// Output:
+	// content="I'll write the file." stop=tool_calls
+	//   call_0_0_0 write_to_file {"path":"a.go","content":"package a\n"}
+	// content="" stop=tool_calls
+	//   call_0_1_0 attempt_completion {"result": "done"}
+	// scripted model: conversation ran past its last reply: conversation 0 (match "Task: T1\\b") has 2 replies, request needs reply index 2
+}
+
+func ExampleParseSpec() {
+	for _, s := range []string{"anthropic:claude-sonnet-4-5", "openai-compatible:llama3.1:8b@http://localhost:11434/v1", "scripted:testdata/session.json"} {
+		spec, err := llm.ParseSpec(s)
+		fmt.Printf("provider=%s model=%s base_url=%s path=%s err=%v\n", spec.Provider, spec.Model, spec.BaseURL, spec.Path, err)
+	}
+	// Output:
+	// provider=anthropic model=claude-sonnet-4-5 base_url= path= err=<nil>
+	// provider=openai-compatible model=llama3.1:8b base_url=http://localhost:11434/v1 path= err=<nil>
+	// provider=scripted model= base_url= path=testdata/session.json err=<nil>
+}
