@@ -1,0 +1,927 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/taskloom/taskloom/graph/checkpoint"
+)
+
+// Durability says when a checkpoint is committed.
+type Durability int
+
+const (
+	// DurabilitySync commits each super-step's checkpoint before the next
+	// step starts. It is the default.
+	DurabilitySync Durability = iota
+	// DurabilityAsync writes a step's checkpoint while the next step runs;
+	// at most one write is in flight, and a run waits for it before it
+	// returns. A crash can lose the last step.
+	DurabilityAsync
+)
+
+// CompileOpts configures a compiled graph. Nil means defaults.
+type CompileOpts struct {
+	// Saver stores checkpoints; nil runs without persistence, and then
+	// interrupted runs cannot be resumed.
+	Saver checkpoint.Saver
+	// StepLimit bounds the super-steps of one call; 0 means 100.
+	StepLimit int
+	// Durability defaults to DurabilitySync.
+	Durability Durability
+	// Holder names this process in leases; "" means "pid N, host H".
+	Holder string
+	// LeaseTTL is how long a lease outlives its last renewal; 0 means 30s.
+	LeaseTTL time.Duration
+	// HolderAliveFunc reports whether the holder of a live lease still
+	// runs. A holder known dead is taken over at once instead of after its
+	// lease expires. nil checks holders on this host by their pid.
+	HolderAliveFunc func(holder string) bool
+	// Clock defaults to the real clock.
+	Clock  Clock
+	Logger *slog.Logger
+}
+
+// RunOpts configures one call of a compiled graph. Nil means defaults.
+type RunOpts struct {
+	// StepLimit overrides CompileOpts.StepLimit.
+	StepLimit int
+	// EventFunc receives the run's events.
+	EventFunc func(Event)
+}
+
+// Status is a thread's state between calls.
+type Status string
+
+// Thread statuses.
+const (
+	// StatusDone: the thread reached END (no task is left to run).
+	StatusDone Status = "done"
+	// StatusInterrupted: interrupts wait for answers (see Resume).
+	StatusInterrupted Status = "interrupted"
+	// StatusPending: tasks are left to run, after an error, a crash or the
+	// step limit (see Continue).
+	StatusPending Status = "pending"
+)
+
+// Result is the outcome of a call.
+type Result[S any] struct {
+	State  S
+	Status Status
+	// Step is the thread's newest checkpoint (-1 without a saver).
+	Step int64
+	// Interrupts are the interrupts that wait for answers.
+	Interrupts []Interruption
+	// Next are the nodes of the step that would run next.
+	Next []string
+}
+
+// NodeError is a node's failure, with the node's name.
+type NodeError struct {
+	Node   string
+	TaskID string
+	Step   int64
+	Err    error
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("node %s: %v", e.Node, e.Err) }
+
+// Unwrap returns the node's error.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// ErrNoSaver means an operation needs a checkpoint saver.
+var ErrNoSaver = errors.New("graph: this operation needs a checkpoint saver")
+
+// Runnable is a compiled graph. It is safe for concurrent use on different
+// threads.
+type Runnable[S any] struct {
+	g        *Graph[S]
+	sc       *schema[S]
+	saver    checkpoint.Saver
+	opts     CompileOpts
+	clock    Clock
+	log      *slog.Logger
+	holder   string
+	startSet bool
+}
+
+// Compile checks the graph and returns it ready to run.
+func (g *Graph[S]) Compile(opts *CompileOpts) (*Runnable[S], error) {
+	if err := g.validate(); err != nil {
+		return nil, err
+	}
+	g.compiled = true
+	r := &Runnable[S]{g: g, sc: g.schema}
+	if opts != nil {
+		r.opts = *opts
+	}
+	r.saver = r.opts.Saver
+	r.clock = r.opts.Clock
+	if r.clock == nil {
+		r.clock = realClock{}
+	}
+	r.log = r.opts.Logger
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.opts.StepLimit <= 0 {
+		r.opts.StepLimit = 100
+	}
+	if r.opts.LeaseTTL <= 0 {
+		r.opts.LeaseTTL = 30 * time.Second
+	}
+	r.holder = r.opts.Holder
+	if r.holder == "" {
+		r.holder = DefaultHolder()
+	}
+	if r.opts.HolderAliveFunc == nil {
+		r.opts.HolderAliveFunc = localHolderAlive
+	}
+	return r, nil
+}
+
+// DefaultHolder names this process: "pid N, host H".
+func DefaultHolder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("pid %d, host %s", os.Getpid(), host)
+}
+
+// localHolderAlive reports false only for a holder named by DefaultHolder
+// on this host whose process no longer exists.
+func localHolderAlive(holder string) bool {
+	pidPart, hostPart, ok := strings.Cut(holder, ", host ")
+	if !ok || !strings.HasPrefix(pidPart, "pid ") {
+		return true
+	}
+	host, _ := os.Hostname()
+	if hostPart != host {
+		return true
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(pidPart, "pid "))
+	if err != nil || pid <= 0 {
+		return true
+	}
+	if pid == os.Getpid() {
+		return true
+	}
+	err = syscall.Kill(pid, 0)
+	return !errors.Is(err, syscall.ESRCH)
+}
+
+// taskSpec is one task of a super-step, as stored in a checkpoint's Next.
+type taskSpec struct {
+	Node  string          `json:"n"`
+	Input json.RawMessage `json:"i,omitempty"`
+	live  any
+	send  bool
+}
+
+func taskID(node string, idx int) string { return node + "#" + strconv.Itoa(idx) }
+
+// thread is the state of one call on one thread.
+type thread[S any] struct {
+	r      *Runnable[S]
+	id     string
+	lease  checkpoint.Lease
+	state  S
+	head   int64
+	next   []taskSpec
+	events func(Event)
+	evMu   sync.Mutex
+
+	// Results of the pending step (head+1) already recorded, by task index.
+	doneUpdates map[int][]byte
+	interrupts  map[int][]Interruption
+	resume      map[string]json.RawMessage
+
+	sinceSnapshot int
+	snapshotSize  int
+
+	pending   chan error // async durability: the write in flight
+	stopRenew func()
+}
+
+func (t *thread[S]) emit(e Event) {
+	if t.events == nil {
+		return
+	}
+	e.ThreadID = t.id
+	if e.Time.IsZero() {
+		e.Time = t.r.clock.Now()
+	}
+	if e.Err != nil {
+		e.Error = e.Err.Error()
+	}
+	t.evMu.Lock()
+	defer t.evMu.Unlock()
+	t.events(e)
+}
+
+// open acquires the thread's lease.
+func (r *Runnable[S]) open(ctx context.Context, id string, opts *RunOpts) (*thread[S], error) {
+	t := &thread[S]{r: r, id: id, head: -1}
+	if opts != nil {
+		t.events = opts.EventFunc
+	}
+	if r.saver == nil {
+		return t, nil
+	}
+	lease, err := r.acquire(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	t.lease = lease
+	t.startRenewal()
+	return t, nil
+}
+
+func (r *Runnable[S]) acquire(ctx context.Context, id string) (checkpoint.Lease, error) {
+	now := r.clock.Now()
+	lease, err := r.saver.Acquire(ctx, id, r.holder, now, r.opts.LeaseTTL)
+	var busy *checkpoint.BusyError
+	if errors.As(err, &busy) && !r.opts.HolderAliveFunc(busy.Holder) {
+		r.log.WarnContext(ctx, "taking over the lease of a dead holder", slog.String("thread_id", id), slog.String("holder", busy.Holder))
+		// The holder is gone: its lease counts as expired now.
+		lease, err = r.saver.Acquire(ctx, id, r.holder, busy.Expires.Add(time.Nanosecond), r.opts.LeaseTTL)
+		if err == nil {
+			lease.Expires = now.Add(r.opts.LeaseTTL)
+		}
+	}
+	if err != nil {
+		return checkpoint.Lease{}, fmt.Errorf("acquire thread %s: %w", id, err)
+	}
+	return lease, nil
+}
+
+// startRenewal renews the lease in the background, so that a node that runs
+// for long does not lose it.
+func (t *thread[S]) startRenewal() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.stopRenew = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		for {
+			if err := sleep(ctx, t.r.clock, t.r.opts.LeaseTTL/3); err != nil {
+				return
+			}
+			if _, err := t.r.saver.Acquire(ctx, t.id, t.r.holder, t.r.clock.Now(), t.r.opts.LeaseTTL); err != nil {
+				if ctx.Err() == nil {
+					t.r.log.Warn("lease renewal failed", slog.String("thread_id", t.id), slog.Any("error", err))
+				}
+				return
+			}
+		}
+	}()
+}
+
+func (t *thread[S]) close(ctx context.Context) error {
+	err := t.flush()
+	if t.stopRenew != nil {
+		t.stopRenew()
+	}
+	if t.r.saver != nil && t.lease.Token != 0 {
+		if rerr := t.r.saver.Release(context.WithoutCancel(ctx), t.lease); err == nil && rerr != nil {
+			err = fmt.Errorf("release thread %s: %w", t.id, rerr)
+		}
+	}
+	return err
+}
+
+// flush waits for the write in flight.
+func (t *thread[S]) flush() error {
+	if t.pending == nil {
+		return nil
+	}
+	err := <-t.pending
+	t.pending = nil
+	return err
+}
+
+// load rebuilds the thread's state at step (the head when step < 0).
+func (r *Runnable[S]) load(ctx context.Context, id string, step int64) (S, checkpoint.Loaded, error) {
+	var zero S
+	loaded, err := r.saver.Load(ctx, id, step)
+	if err != nil {
+		return zero, loaded, fmt.Errorf("load thread %s: %w", id, err)
+	}
+	first := loaded.Chain[0]
+	if first.Snapshot == nil {
+		return zero, loaded, fmt.Errorf("load thread %s: checkpoint %d has no snapshot to start from", id, first.Step)
+	}
+	s, err := r.sc.decodeFull(first.Snapshot)
+	if err != nil {
+		return zero, loaded, fmt.Errorf("thread %s checkpoint %d: %w", id, first.Step, err)
+	}
+	for _, cp := range loaded.Chain[1:] {
+		if err := r.applyDeltas(&s, cp.Deltas); err != nil {
+			return zero, loaded, fmt.Errorf("thread %s checkpoint %d: %w", id, cp.Step, err)
+		}
+	}
+	return s, loaded, nil
+}
+
+// applyDeltas folds a checkpoint's Deltas: one update object, or an array
+// of them in merge order.
+func (r *Runnable[S]) applyDeltas(s *S, deltas []byte) error {
+	deltas = bytes.TrimSpace(deltas)
+	if len(deltas) == 0 {
+		return nil
+	}
+	if deltas[0] != '[' {
+		return r.sc.applyUpdate(s, deltas)
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(deltas, &parts); err != nil {
+		return fmt.Errorf("decode deltas: %w", err)
+	}
+	for _, p := range parts {
+		if err := r.sc.applyUpdate(s, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restore loads the head of an existing thread into t, with the pending
+// writes of its next step.
+func (t *thread[S]) restore(ctx context.Context) error {
+	s, loaded, err := t.r.load(ctx, t.id, -1)
+	if err != nil {
+		return err
+	}
+	t.state = s
+	head := loaded.Chain[len(loaded.Chain)-1]
+	t.head = head.Step
+	t.snapshotSize = len(loaded.Chain[0].Snapshot)
+	for _, cp := range loaded.Chain[1:] {
+		t.sinceSnapshot += len(cp.Deltas)
+	}
+	t.next = nil
+	if len(head.Next) > 0 {
+		if err := json.Unmarshal(head.Next, &t.next); err != nil {
+			return fmt.Errorf("thread %s checkpoint %d: decode next tasks: %w", t.id, head.Step, err)
+		}
+	}
+	t.doneUpdates = map[int][]byte{}
+	t.interrupts = map[int][]Interruption{}
+	t.resume = map[string]json.RawMessage{}
+	for _, w := range loaded.Writes {
+		switch w.Kind {
+		case checkpoint.WriteResume:
+			t.resume[w.TaskID] = w.Payload
+		case checkpoint.WriteUpdate, checkpoint.WriteInterrupt:
+			idx := t.taskIndex(w.TaskID)
+			if idx < 0 {
+				return fmt.Errorf("thread %s: pending write for unknown task %q", t.id, w.TaskID)
+			}
+			if w.Kind == checkpoint.WriteUpdate {
+				t.doneUpdates[idx] = w.Payload
+				continue
+			}
+			var ints []Interruption
+			if err := json.Unmarshal(w.Payload, &ints); err != nil {
+				return fmt.Errorf("thread %s: decode interrupts of %s: %w", t.id, w.TaskID, err)
+			}
+			t.interrupts[idx] = ints
+		}
+	}
+	return nil
+}
+
+func (t *thread[S]) taskIndex(id string) int {
+	for i, ts := range t.next {
+		if taskID(ts.Node, i) == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (t *thread[S]) pendingInterrupts() []Interruption {
+	var out []Interruption
+	for i := range t.next {
+		for _, in := range t.interrupts[i] {
+			if _, ok := t.resume[in.ID]; !ok {
+				out = append(out, in)
+			}
+		}
+	}
+	return out
+}
+
+func (t *thread[S]) result() Result[S] {
+	res := Result[S]{State: t.state, Step: t.head, Interrupts: t.pendingInterrupts()}
+	for _, ts := range t.next {
+		res.Next = append(res.Next, ts.Node)
+	}
+	switch {
+	case len(t.next) == 0:
+		res.Status = StatusDone
+	case len(res.Interrupts) > 0:
+		res.Status = StatusInterrupted
+	default:
+		res.Status = StatusPending
+	}
+	return res
+}
+
+// Invoke starts a run of the graph on a thread with input merged into the
+// thread's state (an empty state for a new thread), from START. It returns
+// when the run reaches END, is interrupted, or fails.
+func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S, opts *RunOpts) (Result[S], error) {
+	t, err := r.open(ctx, threadID, opts)
+	if err != nil {
+		return Result[S]{}, err
+	}
+	res, err := t.invoke(ctx, input, opts)
+	if cerr := t.close(ctx); err == nil && cerr != nil {
+		err = cerr
+	}
+	return res, err
+}
+
+func (t *thread[S]) invoke(ctx context.Context, input S, opts *RunOpts) (Result[S], error) {
+	r := t.r
+	if r.saver != nil {
+		if err := t.restore(ctx); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+			return Result[S]{}, err
+		}
+	}
+	r.sc.merge(&t.state, &input)
+	next, err := t.route(ctx, START)
+	if err != nil {
+		return t.result(), err
+	}
+	t.next = next
+	t.doneUpdates, t.interrupts, t.resume = nil, nil, nil
+	if r.saver != nil {
+		cp := checkpoint.Checkpoint{Step: t.head + 1, Source: "input", Writers: []string{START}}
+		if t.head < 0 {
+			cp.Snapshot, err = r.sc.encodeFull(nil, &t.state)
+			t.snapshotSize, t.sinceSnapshot = len(cp.Snapshot), 0
+		} else {
+			cp.Deltas, err = r.sc.encodeUpdate(nil, &input)
+		}
+		if err != nil {
+			return t.result(), err
+		}
+		if err := t.put(ctx, cp); err != nil {
+			return t.result(), err
+		}
+	}
+	t.head++
+	return t.loop(ctx, opts)
+}
+
+// Continue runs a thread on from its newest checkpoint: after a crash, an
+// error or the step limit. Results that tasks of the pending step already
+// recorded are used, and only the other tasks run.
+func (r *Runnable[S]) Continue(ctx context.Context, threadID string, opts *RunOpts) (Result[S], error) {
+	return r.Resume(ctx, threadID, nil, opts)
+}
+
+// Resume delivers values to pending interrupts, keyed by interrupt ID, and
+// runs the thread on. A task runs again only when all its interrupts are
+// answered; if some stay unanswered, the run ends interrupted again.
+func (r *Runnable[S]) Resume(ctx context.Context, threadID string, values map[string]any, opts *RunOpts) (Result[S], error) {
+	if r.saver == nil {
+		return Result[S]{}, ErrNoSaver
+	}
+	t, err := r.open(ctx, threadID, opts)
+	if err != nil {
+		return Result[S]{}, err
+	}
+	res, err := t.resumeWith(ctx, values, opts)
+	if cerr := t.close(ctx); err == nil && cerr != nil {
+		err = cerr
+	}
+	return res, err
+}
+
+func (t *thread[S]) resumeWith(ctx context.Context, values map[string]any, opts *RunOpts) (Result[S], error) {
+	if err := t.restore(ctx); err != nil {
+		return Result[S]{}, err
+	}
+	if len(values) > 0 {
+		pending := t.pendingInterrupts()
+		var writes []checkpoint.Write
+		for _, id := range sortedKeys(values) {
+			if !slices.ContainsFunc(pending, func(in Interruption) bool { return in.ID == id }) {
+				ids := make([]string, len(pending))
+				for i, in := range pending {
+					ids[i] = in.ID
+				}
+				return t.result(), fmt.Errorf("resume thread %s: no pending interrupt %q (pending: %s)", t.id, id, strings.Join(ids, ", "))
+			}
+			data, err := json.Marshal(values[id])
+			if err != nil {
+				return t.result(), fmt.Errorf("resume thread %s: encode value for %s: %w", t.id, id, err)
+			}
+			writes = append(writes, checkpoint.Write{Step: t.head + 1, TaskID: id, Kind: checkpoint.WriteResume, Payload: data})
+			t.resume[id] = data
+		}
+		if err := t.r.saver.PutWrites(ctx, t.lease, writes); err != nil {
+			return t.result(), fmt.Errorf("resume thread %s: %w", t.id, err)
+		}
+	}
+	return t.loop(ctx, opts)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// route computes the tasks that follow a node, from its static edges and
+// its router, on the current state.
+func (t *thread[S]) route(ctx context.Context, from string) ([]taskSpec, error) {
+	g := t.r.g
+	var out []taskSpec
+	for _, to := range g.edges[from] {
+		if to != END {
+			out = append(out, taskSpec{Node: to})
+		}
+	}
+	rt := g.routers[from]
+	if rt == nil {
+		return out, nil
+	}
+	if rt.route != nil {
+		to, err := rt.route(ctx, t.state)
+		if err != nil {
+			return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router: %w", err)}
+		}
+		if !slices.Contains(rt.targets, to) {
+			return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router returned %q, which is not among its targets %v", to, rt.targets)}
+		}
+		if to != END {
+			out = append(out, taskSpec{Node: to})
+		}
+		return out, nil
+	}
+	sends, err := rt.fanOut(ctx, t.state)
+	if err != nil {
+		return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("fan-out: %w", err)}
+	}
+	for _, s := range sends {
+		if !slices.Contains(rt.targets, s.Node) {
+			return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("fan-out sent to %q, which is not among its targets %v", s.Node, rt.targets)}
+		}
+		if s.Node == END {
+			continue
+		}
+		ts := taskSpec{Node: s.Node, send: true, live: s.Input}
+		if s.Input != nil {
+			if t.r.saver != nil {
+				if ts.Input, err = json.Marshal(s.Input); err != nil {
+					return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("encode input for %q: %w", s.Node, err)}
+				}
+			}
+		}
+		out = append(out, ts)
+	}
+	return out, nil
+}
+
+// taskResult is the outcome of one task of a super-step.
+type taskResult[S any] struct {
+	update     S
+	encoded    []byte // the encoded update, when recorded or restored
+	live       bool
+	interrupts []Interruption
+	err        error
+	ran        bool
+}
+
+func (t *thread[S]) loop(ctx context.Context, opts *RunOpts) (Result[S], error) {
+	limit := t.r.opts.StepLimit
+	if opts != nil && opts.StepLimit > 0 {
+		limit = opts.StepLimit
+	}
+	for steps := 0; ; steps++ {
+		if len(t.next) == 0 {
+			if err := t.flush(); err != nil {
+				return t.result(), err
+			}
+			return t.result(), nil
+		}
+		if steps >= limit {
+			if err := t.flush(); err != nil {
+				return t.result(), err
+			}
+			return t.result(), fmt.Errorf("thread %s after %d steps: %w", t.id, steps, ErrStepLimit)
+		}
+		if err := ctx.Err(); err != nil {
+			if ferr := t.flush(); ferr != nil {
+				return t.result(), ferr
+			}
+			return t.result(), err
+		}
+		stop, err := t.step(ctx)
+		if err != nil || stop {
+			if ferr := t.flush(); err == nil && ferr != nil {
+				err = ferr
+			}
+			return t.result(), err
+		}
+	}
+}
+
+// step runs one super-step. stop reports an interrupt.
+func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
+	r := t.r
+	step := t.head + 1
+	start := r.clock.Now()
+	t.emit(Event{Kind: EventStepStart, Step: step, Time: start})
+	results := make([]taskResult[S], len(t.next))
+	var toRun []int
+	for i := range t.next {
+		if enc, ok := t.doneUpdates[i]; ok {
+			results[i] = taskResult[S]{encoded: enc}
+			continue
+		}
+		if ints, ok := t.interrupts[i]; ok {
+			answered := true
+			for _, in := range ints {
+				if _, ok := t.resume[in.ID]; !ok {
+					answered = false
+				}
+			}
+			if !answered {
+				results[i] = taskResult[S]{interrupts: ints}
+				continue
+			}
+		}
+		toRun = append(toRun, i)
+	}
+	// Record each task's result as it finishes when the step has several
+	// tasks or may stop: then a failing sibling or a crash loses nothing.
+	record := r.saver != nil && len(t.next) > 1
+	if len(toRun) == 1 {
+		t.runTask(ctx, step, toRun[0], &results[toRun[0]], record)
+	} else {
+		var wg sync.WaitGroup
+		for _, i := range toRun {
+			wg.Go(func() { t.runTask(ctx, step, i, &results[i], record) })
+		}
+		wg.Wait()
+	}
+	// Errors first, then interrupts; the recorded results stay pending.
+	var errs []error
+	var interrupted []Interruption
+	for i := range results {
+		res := &results[i]
+		if res.err != nil {
+			errs = append(errs, res.err)
+			continue
+		}
+		if len(res.interrupts) > 0 {
+			interrupted = append(interrupted, res.interrupts...)
+		}
+	}
+	if r.saver != nil && !record {
+		// A lone task that interrupted: record its interrupts.
+		for i := range results {
+			if results[i].ran && len(results[i].interrupts) > 0 {
+				if err := t.recordInterrupts(ctx, step, i, results[i].interrupts); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		err := errors.Join(errs...)
+		t.emit(Event{Kind: EventError, Step: step, Err: err})
+		return true, err
+	}
+	if len(interrupted) > 0 {
+		t.interrupts = map[int][]Interruption{}
+		t.doneUpdates = map[int][]byte{}
+		for i := range results {
+			if len(results[i].interrupts) > 0 {
+				t.interrupts[i] = results[i].interrupts
+			} else if results[i].encoded != nil {
+				t.doneUpdates[i] = results[i].encoded
+			}
+		}
+		t.emit(Event{Kind: EventInterrupt, Step: step, Interrupts: interrupted})
+		if r.saver == nil {
+			return true, nil
+		}
+		return true, nil
+	}
+	// Merge in task order, then route in task order.
+	for i := range results {
+		res := &results[i]
+		if res.live {
+			r.sc.merge(&t.state, &res.update)
+		} else if err := r.applyDeltas(&t.state, res.encoded); err != nil {
+			return true, fmt.Errorf("thread %s step %d: %w", t.id, step, err)
+		}
+	}
+	var next []taskSpec
+	seen := map[string]bool{}
+	writers := make([]string, len(t.next))
+	for i, ts := range t.next {
+		writers[i] = ts.Node
+		succ, err := t.route(ctx, ts.Node)
+		if err != nil {
+			t.emit(Event{Kind: EventError, Step: step, Node: ts.Node, Err: err})
+			return true, err
+		}
+		for _, s := range succ {
+			if !s.send {
+				if seen[s.Node] {
+					continue
+				}
+				seen[s.Node] = true
+			}
+			next = append(next, s)
+		}
+	}
+	if r.saver != nil {
+		cp := checkpoint.Checkpoint{Step: step, Source: "loop", Writers: writers, CreatedAt: r.clock.Now()}
+		if cp.Deltas, err = t.encodeDeltas(results); err != nil {
+			return true, err
+		}
+		if cp.Next, err = encodeNext(next); err != nil {
+			return true, err
+		}
+		t.sinceSnapshot += len(cp.Deltas)
+		if t.sinceSnapshot >= t.snapshotSize {
+			if cp.Snapshot, err = r.sc.encodeFull(nil, &t.state); err != nil {
+				return true, err
+			}
+			t.snapshotSize, t.sinceSnapshot = len(cp.Snapshot), 0
+		}
+		if err := t.put(ctx, cp); err != nil {
+			return true, err
+		}
+	}
+	t.head = step
+	t.next = next
+	t.doneUpdates, t.interrupts, t.resume = nil, nil, nil
+	t.emit(Event{Kind: EventStepEnd, Step: step, Duration: r.clock.Now().Sub(start)})
+	return false, nil
+}
+
+func (t *thread[S]) encodeDeltas(results []taskResult[S]) ([]byte, error) {
+	enc := func(res *taskResult[S], buf []byte) ([]byte, error) {
+		if !res.live {
+			return append(buf, res.encoded...), nil
+		}
+		if res.encoded != nil {
+			return append(buf, res.encoded...), nil
+		}
+		return t.r.sc.encodeUpdate(buf, &res.update)
+	}
+	if len(results) == 1 {
+		return enc(&results[0], nil)
+	}
+	buf := []byte{'['}
+	for i := range results {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var err error
+		if buf, err = enc(&results[i], buf); err != nil {
+			return nil, err
+		}
+	}
+	return append(buf, ']'), nil
+}
+
+func encodeNext(next []taskSpec) ([]byte, error) {
+	if len(next) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(next)
+}
+
+func (t *thread[S]) put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	if cp.CreatedAt.IsZero() {
+		cp.CreatedAt = t.r.clock.Now()
+	}
+	if t.r.opts.Durability == DurabilityAsync {
+		if err := t.flush(); err != nil {
+			return err
+		}
+		ch := make(chan error, 1)
+		t.pending = ch
+		go func() {
+			ch <- t.wrapPut(t.r.saver.Put(context.WithoutCancel(ctx), t.lease, cp), cp.Step)
+		}()
+		return nil
+	}
+	return t.wrapPut(t.r.saver.Put(ctx, t.lease, cp), cp.Step)
+}
+
+func (t *thread[S]) wrapPut(err error, step int64) error {
+	if err != nil {
+		return fmt.Errorf("thread %s: write checkpoint %d: %w", t.id, step, err)
+	}
+	return nil
+}
+
+func (t *thread[S]) recordInterrupts(ctx context.Context, step int64, idx int, ints []Interruption) error {
+	data, err := json.Marshal(ints)
+	if err != nil {
+		return err
+	}
+	w := checkpoint.Write{Step: step, TaskID: taskID(t.next[idx].Node, idx), Kind: checkpoint.WriteInterrupt, Payload: data}
+	if err := t.r.saver.PutWrites(ctx, t.lease, []checkpoint.Write{w}); err != nil {
+		return fmt.Errorf("thread %s: record interrupts of %s: %w", t.id, w.TaskID, err)
+	}
+	return nil
+}
+
+// runTask runs one task with its retry policy and fills res.
+func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskResult[S], record bool) {
+	r := t.r
+	ts := t.next[idx]
+	id := taskID(ts.Node, idx)
+	n := r.g.nodes[ts.Node]
+	res.ran = true
+	if n == nil {
+		res.err = &NodeError{Node: ts.Node, TaskID: id, Step: step, Err: errors.New("unknown node")}
+		return
+	}
+	var input *taskInput
+	if ts.live != nil || ts.Input != nil {
+		input = &taskInput{live: ts.live, raw: ts.Input}
+	}
+	policy := n.opts.Retry
+	for attempt := 1; ; attempt++ {
+		sc := &scratch{step: step, node: ts.Node, taskID: id, resume: t.resume}
+		tctx := context.WithValue(ctx, scratchKey{}, sc)
+		t.emit(Event{Kind: EventNodeStart, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt})
+		begin := r.clock.Now()
+		update, err := callNode(tctx, n, t.state, input)
+		dur := r.clock.Now().Sub(begin)
+		if len(sc.raised) > 0 {
+			res.interrupts = sc.raised
+			t.emit(Event{Kind: EventNodeEnd, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt, Duration: dur})
+			if record {
+				if err := t.recordInterrupts(ctx, step, idx, sc.raised); err != nil {
+					res.err = err
+				}
+			}
+			return
+		}
+		if err == nil {
+			res.update, res.live = update, true
+			t.emit(Event{Kind: EventNodeEnd, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt, Duration: dur})
+			t.emit(Event{Kind: EventUpdate, Step: step, Node: ts.Node, TaskID: id, Update: update})
+			if record {
+				enc, err := r.sc.encodeUpdate(nil, &res.update)
+				if err == nil {
+					res.encoded = enc
+					w := checkpoint.Write{Step: step, TaskID: id, Kind: checkpoint.WriteUpdate, Payload: enc}
+					err = r.saver.PutWrites(ctx, t.lease, []checkpoint.Write{w})
+				}
+				if err != nil {
+					res.err = &NodeError{Node: ts.Node, TaskID: id, Step: step, Err: fmt.Errorf("record update: %w", err)}
+				}
+			}
+			return
+		}
+		t.emit(Event{Kind: EventNodeEnd, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt, Duration: dur, Err: err})
+		if policy == nil || attempt >= policy.MaxAttempts || !policy.retryable(err) {
+			res.err = &NodeError{Node: ts.Node, TaskID: id, Step: step, Err: err}
+			return
+		}
+		wait := policy.backoff(attempt)
+		t.emit(Event{Kind: EventRetry, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt, Duration: wait, Err: err})
+		if serr := sleep(ctx, r.clock, wait); serr != nil {
+			res.err = &NodeError{Node: ts.Node, TaskID: id, Step: step, Err: err}
+			return
+		}
+	}
+}
+
+// callNode runs a node and turns a panic into an error.
+func callNode[S any](ctx context.Context, n *node[S], s S, in *taskInput) (update S, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return n.run(ctx, s, in)
+}

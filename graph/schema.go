@@ -1,0 +1,261 @@
+package graph
+
+import (
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+var channelType = reflect.TypeFor[channel]()
+
+// field is one channel of a state type.
+type field struct {
+	name   string // JSON name
+	goName string
+	index  int
+	offset uintptr
+	typ    reflect.Type // the channel type (not a pointer)
+}
+
+// schema describes a state type S: its channels, found once by reflection.
+type schema[S any] struct {
+	fields []field
+	byName map[string]int
+}
+
+func newSchema[S any]() (*schema[S], error) {
+	t := reflect.TypeFor[S]()
+	if t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("graph: state type %s must be a struct", t)
+	}
+	s := &schema[S]{byName: map[string]int{}}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if !reflect.PointerTo(f.Type).Implements(channelType) {
+			return nil, fmt.Errorf("graph: state field %s.%s has type %s; use graph.Value[%s], graph.Append[E] or graph.Keyed[V]",
+				t.Name(), f.Name, f.Type, f.Type)
+		}
+		name := f.Name
+		if tag := f.Tag.Get("json"); tag != "" {
+			if n, _, _ := strings.Cut(tag, ","); n != "" && n != "-" {
+				name = n
+			}
+		}
+		if _, dup := s.byName[name]; dup {
+			return nil, fmt.Errorf("graph: state field name %q is used twice", name)
+		}
+		s.byName[name] = len(s.fields)
+		s.fields = append(s.fields, field{name: name, goName: f.Name, index: i, offset: f.Offset, typ: f.Type})
+	}
+	return s, nil
+}
+
+// ch returns field f of *s as a channel.
+func (sc *schema[S]) ch(s *S, f *field) channel {
+	p := unsafe.Add(unsafe.Pointer(s), f.offset)
+	return reflect.NewAt(f.typ, p).Interface().(channel)
+}
+
+// merge folds update u into s.
+func (sc *schema[S]) merge(s, u *S) {
+	for i := range sc.fields {
+		f := &sc.fields[i]
+		if uc := sc.ch(u, f); uc.written() {
+			sc.ch(s, f).merge(uc)
+		}
+	}
+}
+
+// encodeUpdate appends the JSON object of u's written channels to buf.
+func (sc *schema[S]) encodeUpdate(buf []byte, u *S) ([]byte, error) {
+	buf = append(buf, '{')
+	first := true
+	for i := range sc.fields {
+		f := &sc.fields[i]
+		c := sc.ch(u, f)
+		if !c.written() {
+			continue
+		}
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		buf = strconv.AppendQuote(buf, f.name)
+		buf = append(buf, ':')
+		var err error
+		if buf, err = c.appendDelta(buf); err != nil {
+			return nil, serializationError(c, f, err)
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// applyUpdate folds an encoded update into s.
+func (sc *schema[S]) applyUpdate(s *S, data []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("decode update: %w", err)
+	}
+	for name, raw := range m {
+		i, ok := sc.byName[name]
+		if !ok {
+			return fmt.Errorf("decode update: unknown state field %q", name)
+		}
+		if err := sc.ch(s, &sc.fields[i]).applyDelta(raw); err != nil {
+			return fmt.Errorf("decode update of state.%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// encodeFull appends the JSON object of the whole state.
+func (sc *schema[S]) encodeFull(buf []byte, s *S) ([]byte, error) {
+	buf = append(buf, '{')
+	for i := range sc.fields {
+		f := &sc.fields[i]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = strconv.AppendQuote(buf, f.name)
+		buf = append(buf, ':')
+		c := sc.ch(s, f)
+		var err error
+		if buf, err = c.appendFull(buf); err != nil {
+			return nil, serializationError(c, f, err)
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// decodeFull decodes a state written by encodeFull.
+func (sc *schema[S]) decodeFull(data []byte) (S, error) {
+	var s S
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil {
+		return s, fmt.Errorf("decode snapshot: %w", err)
+	}
+	for name, raw := range m {
+		i, ok := sc.byName[name]
+		if !ok {
+			return s, fmt.Errorf("decode snapshot: unknown state field %q", name)
+		}
+		if err := sc.ch(&s, &sc.fields[i]).setFull(raw); err != nil {
+			return s, fmt.Errorf("decode snapshot of state.%s: %w", name, err)
+		}
+	}
+	return s, nil
+}
+
+// SerializationError reports a state value that cannot be serialized, with
+// its path in the state, such as state.tasks["t1"].score.
+type SerializationError struct {
+	Path string
+	Err  error
+}
+
+func (e *SerializationError) Error() string {
+	return fmt.Sprintf("serialize %s: %v", e.Path, e.Err)
+}
+
+func (e *SerializationError) Unwrap() error { return e.Err }
+
+func serializationError(c channel, f *field, err error) error {
+	prefix := "state." + f.name
+	path := c.locate(prefix)
+	if path == "" {
+		path = prefix
+	}
+	return &SerializationError{Path: path, Err: err}
+}
+
+var (
+	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// locateValue returns the path of the first value below v that encoding/json
+// cannot encode, or "".
+func locateValue(v reflect.Value, path string) string {
+	return locate(v, path, 0)
+}
+
+func locate(v reflect.Value, path string, depth int) string {
+	if depth > 64 || !v.IsValid() {
+		return ""
+	}
+	if v.Kind() != reflect.Pointer && v.Kind() != reflect.Interface && v.CanInterface() {
+		if v.Type().Implements(jsonMarshalerType) {
+			if _, err := v.Interface().(json.Marshaler).MarshalJSON(); err != nil {
+				return path
+			}
+			return ""
+		}
+		if v.CanAddr() && reflect.PointerTo(v.Type()).Implements(jsonMarshalerType) {
+			if _, err := v.Addr().Interface().(json.Marshaler).MarshalJSON(); err != nil {
+				return path
+			}
+			return ""
+		}
+		if v.Type().Implements(textMarshalerType) {
+			if _, err := v.Interface().(encoding.TextMarshaler).MarshalText(); err != nil {
+				return path
+			}
+			return ""
+		}
+	}
+	switch v.Kind() {
+	case reflect.Chan, reflect.Func, reflect.Complex64, reflect.Complex128, reflect.UnsafePointer:
+		return path
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return path
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return locate(v.Elem(), path, depth+1)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			if p := locate(v.Index(i), path+"["+strconv.Itoa(i)+"]", depth+1); p != "" {
+				return p
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			if p := locate(it.Value(), path+"["+strconv.Quote(fmt.Sprint(it.Key().Interface()))+"]", depth+1); p != "" {
+				return p
+			}
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name := f.Name
+			if tag := f.Tag.Get("json"); tag != "" {
+				n, _, _ := strings.Cut(tag, ",")
+				if n == "-" {
+					continue
+				}
+				if n != "" {
+					name = n
+				}
+			}
+			if p := locate(v.Field(i), path+"."+name, depth+1); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
