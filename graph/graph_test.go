@@ -24,10 +24,10 @@ type item struct {
 }
 
 type state struct {
-	Name  graph.Value[string] `json:"name"`
-	Count graph.Value[int]    `json:"count"`
+	Name  graph.Value[string]  `json:"name"`
+	Count graph.Value[int]     `json:"count"`
 	Log   graph.Append[string] `json:"log"`
-	Items graph.Keyed[item]   `json:"items"`
+	Items graph.Keyed[item]    `json:"items"`
 }
 
 func noop(context.Context, state) (state, error) { return state{}, nil }
