@@ -306,8 +306,15 @@ func TestInterruptsInParallelBranches(t *testing.T) {
 		require.Equal(t, int32(1), runs.Load(), "only the fully answered branch runs")
 
 		// The last answer: branch 1 runs, branch 0's recorded result is used.
+		// Answer records the last answer without running anything;
+		// Continue acts on it.
 		runs.Store(0)
-		res, err = run.Resume(ctx, "ints", map[string]any{ids[2]: "C"}, nil)
+		require.NoError(t, run.Answer(ctx, "ints", map[string]any{ids[2]: "C"}))
+		require.Equal(t, int32(0), runs.Load())
+		st, err := run.State(ctx, "ints", -1)
+		require.NoError(t, err)
+		require.Equal(t, graph.StatusPending, st.Status)
+		res, err = run.Continue(ctx, "ints", nil)
 		require.NoError(t, err)
 		require.Equal(t, graph.StatusDone, res.Status)
 		require.Equal(t, int32(1), runs.Load())

@@ -512,32 +512,59 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, values map[st
 }
 
 func (t *thread[S]) resumeWith(ctx context.Context, values map[string]any, opts *RunOpts) (Result[S], error) {
-	if err := t.restore(ctx); err != nil {
-		return Result[S]{}, err
-	}
-	if len(values) > 0 {
-		pending := t.pendingInterrupts()
-		var writes []checkpoint.Write
-		for _, id := range sortedKeys(values) {
-			if !slices.ContainsFunc(pending, func(in Interruption) bool { return in.ID == id }) {
-				ids := make([]string, len(pending))
-				for i, in := range pending {
-					ids[i] = in.ID
-				}
-				return t.result(), fmt.Errorf("resume thread %s: no pending interrupt %q (pending: %s)", t.id, id, strings.Join(ids, ", "))
-			}
-			data, err := json.Marshal(values[id])
-			if err != nil {
-				return t.result(), fmt.Errorf("resume thread %s: encode value for %s: %w", t.id, id, err)
-			}
-			writes = append(writes, checkpoint.Write{Step: t.head + 1, TaskID: id, Kind: checkpoint.WriteResume, Payload: data})
-			t.resume[id] = data
-		}
-		if err := t.r.saver.PutWrites(ctx, t.lease, writes); err != nil {
-			return t.result(), fmt.Errorf("resume thread %s: %w", t.id, err)
-		}
+	if err := t.answer(ctx, values); err != nil {
+		return t.result(), err
 	}
 	return t.loop(ctx, opts)
+}
+
+// Answer records values for pending interrupts, keyed by interrupt ID,
+// without running the thread; Continue or Resume acts on them later.
+func (r *Runnable[S]) Answer(ctx context.Context, threadID string, values map[string]any) error {
+	if r.saver == nil {
+		return ErrNoSaver
+	}
+	t, err := r.open(ctx, threadID, nil)
+	if err != nil {
+		return err
+	}
+	err = t.answer(ctx, values)
+	if cerr := t.close(ctx); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+// answer restores the thread and records values for its pending
+// interrupts.
+func (t *thread[S]) answer(ctx context.Context, values map[string]any) error {
+	if err := t.restore(ctx); err != nil {
+		return err
+	}
+	if len(values) == 0 {
+		return nil
+	}
+	pending := t.pendingInterrupts()
+	var writes []checkpoint.Write
+	for _, id := range sortedKeys(values) {
+		if !slices.ContainsFunc(pending, func(in Interruption) bool { return in.ID == id }) {
+			ids := make([]string, len(pending))
+			for i, in := range pending {
+				ids[i] = in.ID
+			}
+			return fmt.Errorf("resume thread %s: no pending interrupt %q (pending: %s)", t.id, id, strings.Join(ids, ", "))
+		}
+		data, err := json.Marshal(values[id])
+		if err != nil {
+			return fmt.Errorf("resume thread %s: encode value for %s: %w", t.id, id, err)
+		}
+		writes = append(writes, checkpoint.Write{Step: t.head + 1, TaskID: id, Kind: checkpoint.WriteResume, Payload: data})
+		t.resume[id] = data
+	}
+	if err := t.r.saver.PutWrites(ctx, t.lease, writes); err != nil {
+		return fmt.Errorf("resume thread %s: %w", t.id, err)
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
