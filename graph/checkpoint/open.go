@@ -1,0 +1,115 @@
+package checkpoint
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// OpenOpts configures Open. Nil means defaults.
+type OpenOpts struct {
+	// Logger receives the migrations applied on open. Nil discards them.
+	Logger *slog.Logger
+	// SkipMigrate opens the database without applying migrations.
+	SkipMigrate bool
+	// SQLite holds the SQLite settings; its Logger and SkipMigrate are
+	// overridden by the fields above.
+	SQLite *SQLiteOpts
+}
+
+// Open opens the durable saver that dbURL names and applies the migrations:
+// a postgres:// or postgresql:// URL opens a *Postgres; anything else is a
+// SQLite database, given as a file path, sqlite://PATH, sqlite:PATH or
+// file:PATH, and opens a *SQLite. Type-assert the result to reach DB or
+// Pool. Errors name the URL with its password masked.
+func Open(ctx context.Context, dbURL string, opts *OpenOpts) (Saver, error) {
+	if opts == nil {
+		opts = &OpenOpts{}
+	}
+	if IsPostgresURL(dbURL) {
+		return OpenPostgres(ctx, dbURL, &PostgresOpts{Logger: opts.Logger, SkipMigrate: opts.SkipMigrate})
+	}
+	var so SQLiteOpts
+	if opts.SQLite != nil {
+		so = *opts.SQLite
+	}
+	so.Logger, so.SkipMigrate = opts.Logger, opts.SkipMigrate
+	return NewSQLite(ctx, SQLitePath(dbURL), &so)
+}
+
+// IsPostgresURL reports whether dbURL names a PostgreSQL database.
+func IsPostgresURL(dbURL string) bool {
+	return strings.HasPrefix(dbURL, "postgres://") || strings.HasPrefix(dbURL, "postgresql://")
+}
+
+// SQLitePath returns the file path of a SQLite database URL: it strips a
+// sqlite:// (so sqlite:///abs/path is /abs/path), sqlite: or file: prefix.
+func SQLitePath(dbURL string) string {
+	for _, p := range []string{"sqlite://", "sqlite:", "file://", "file:"} {
+		if rest, ok := strings.CutPrefix(dbURL, p); ok {
+			return rest
+		}
+	}
+	return dbURL
+}
+
+const masked = "xxxxx"
+
+var passwordKV = regexp.MustCompile(`(?i)(password=)('[^']*'|[^\s&]+)`)
+
+// MaskURL returns dbURL with its password, if any, replaced by "xxxxx", so
+// that it can be shown in errors and logs.
+func MaskURL(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		return passwordKV.ReplaceAllString(dbURL, "${1}"+masked)
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), masked)
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", masked)
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// passwordOf returns the password in dbURL, or "".
+func passwordOf(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			return pw
+		}
+	}
+	if err == nil {
+		if pw := u.Query().Get("password"); pw != "" {
+			return pw
+		}
+	}
+	if m := passwordKV.FindStringSubmatch(dbURL); m != nil {
+		return strings.Trim(m[2], "'")
+	}
+	return ""
+}
+
+// maskedError hides a password that a driver's error text repeats.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// maskErr returns err with every occurrence of dbURL's password masked in
+// its text.
+func maskErr(err error, dbURL string) error {
+	pw := passwordOf(dbURL)
+	if err == nil || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return &maskedError{msg: strings.ReplaceAll(err.Error(), pw, masked), err: err}
+}

@@ -1,0 +1,564 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/migrations"
+
+	// The "sqlite" database/sql driver.
+	_ "modernc.org/sqlite"
+)
+
+var _ Saver = (*SQLite)(nil)
+
+// SQLiteOpts configures a SQLite saver. Nil means defaults.
+type SQLiteOpts struct {
+	// Logger receives the migrations applied on open. Nil discards them.
+	Logger *slog.Logger
+	// Synchronous is SQLite's synchronous pragma: "NORMAL" (the default)
+	// or "FULL". In WAL mode NORMAL loses no committed transaction when the
+	// process is killed, only (the last few) when the machine loses power
+	// or the OS crashes; FULL syncs the WAL on every commit and survives
+	// those too, at the cost of one fsync per write.
+	Synchronous string
+	// BusyTimeout is how long a write waits for another process's write
+	// lock before failing. Zero means 5 seconds.
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read pool. Zero means 4.
+	ReadConns int
+	// SkipMigrate opens the database without applying migrations.
+	SkipMigrate bool
+}
+
+// SQLite is a Saver that stores checkpoints in a SQLite database file, in
+// WAL mode. All writes go through one connection (SQLite has one writer at
+// a time anyway), reads through a small pool. Times are stored to the
+// microsecond.
+type SQLite struct {
+	path string
+	w    *sql.DB // one connection; transactions begin IMMEDIATE
+	r    *sql.DB // read pool; r == w for an in-memory database
+	mig  *migrations.Migrator
+}
+
+// NewSQLite opens (creating it if needed) the SQLite database at path and
+// applies the migrations. path ":memory:" opens a private in-memory
+// database.
+func NewSQLite(ctx context.Context, path string, opts *SQLiteOpts) (*SQLite, error) {
+	if opts == nil {
+		opts = &SQLiteOpts{}
+	}
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlite: database path %q must not contain '?' or '#'", path)
+	}
+	if path != ":memory:" {
+		if dir := filepath.Dir(path); dir != "" {
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				return nil, fmt.Errorf("sqlite: open %s: directory %s does not exist", path, dir)
+			}
+		}
+	}
+	sync := strings.ToUpper(opts.Synchronous)
+	switch sync {
+	case "":
+		sync = "NORMAL"
+	case "NORMAL", "FULL":
+	default:
+		return nil, fmt.Errorf("sqlite: synchronous must be NORMAL or FULL, got %q", opts.Synchronous)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	readConns := opts.ReadConns
+	if readConns <= 0 {
+		readConns = 4
+	}
+	common := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)&_pragma=synchronous(%s)", busy.Milliseconds(), sync)
+	w, err := sql.Open("sqlite", path+"?_pragma=journal_mode(WAL)&_txlock=immediate&"+common)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s := &SQLite{path: path, w: w, r: w}
+	if err := w.PingContext(ctx); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if path != ":memory:" {
+		r, err := sql.Open("sqlite", path+"?_pragma=query_only(1)&"+common)
+		if err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		r.SetMaxOpenConns(readConns)
+		r.SetMaxIdleConns(readConns)
+		s.r = r
+	}
+	s.mig, err = migrations.NewSQLite(w, &migrations.Opts{Logger: opts.Logger})
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	if !opts.SkipMigrate {
+		if _, err := s.mig.Migrate(ctx, migrations.Up, nil); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+		}
+	}
+	return s, nil
+}
+
+// DB returns the database's write connection, for storing other records in
+// the same database. It holds a single connection: do not call the saver
+// while holding a transaction on it.
+func (s *SQLite) DB() *sql.DB { return s.w }
+
+// ReadDB returns the read pool (the write connection for ":memory:").
+func (s *SQLite) ReadDB() *sql.DB { return s.r }
+
+// Path is the database file.
+func (s *SQLite) Path() string { return s.path }
+
+// Migrator returns the migrator of the database.
+func (s *SQLite) Migrator() *migrations.Migrator { return s.mig }
+
+// Migrate applies the pending migrations.
+func (s *SQLite) Migrate(ctx context.Context) (*migrations.Result, error) {
+	return s.mig.Migrate(ctx, migrations.Up, nil)
+}
+
+// Close implements Saver.
+func (s *SQLite) Close() error {
+	var err error
+	if s.r != s.w {
+		err = s.r.Close()
+	}
+	return errors.Join(err, s.w.Close())
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// blob binds nil as NULL, so that a nil slice stays nil.
+func blob(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// unblob turns what the driver read back into the stored value: the driver
+// reads an empty BLOB as nil, so notNull tells the two apart.
+func unblob(b []byte, notNull bool) []byte {
+	if b == nil && notNull {
+		return []byte{}
+	}
+	return b
+}
+
+func encodeWriters(ws []string) (any, error) {
+	if ws == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(ws)
+	return string(b), err
+}
+
+func decodeWriters(s sql.NullString) ([]string, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var ws []string
+	if err := json.Unmarshal([]byte(s.String), &ws); err != nil {
+		return nil, fmt.Errorf("decode writers: %w", err)
+	}
+	return ws, nil
+}
+
+// Acquire implements Saver.
+func (s *SQLite) Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error) {
+	var lease Lease
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var (
+			cur     sql.NullString
+			token   int64
+			expires int64
+		)
+		err := tx.QueryRowContext(ctx, `SELECT lease_holder, lease_token, lease_expires FROM threads WHERE thread_id = ?`, threadID).
+			Scan(&cur, &token, &expires)
+		nowUS, expUS := micros(now), micros(now.Add(ttl))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.ExecContext(ctx, `INSERT INTO threads
+				(thread_id, head, lease_holder, lease_token, lease_expires, ttl_us, created_at, updated_at)
+				VALUES (?, -1, ?, 1, ?, ?, ?, ?)`,
+				threadID, holder, expUS, ttl.Microseconds(), nowUS, nowUS)
+			token = 1
+		case err != nil:
+			return err
+		default:
+			if cur.Valid && cur.String != holder && nowUS < expires {
+				return &BusyError{ThreadID: threadID, Holder: cur.String, Expires: fromMicros(expires)}
+			}
+			if !cur.Valid || cur.String != holder || nowUS >= expires {
+				token++
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE threads SET lease_holder = ?, lease_token = ?, lease_expires = ?, ttl_us = ?
+				WHERE thread_id = ?`, holder, token, expUS, ttl.Microseconds(), threadID)
+		}
+		lease = Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: now.Add(ttl)}
+		return err
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return lease, nil
+}
+
+// Release implements Saver.
+func (s *SQLite) Release(ctx context.Context, lease Lease) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE threads SET lease_holder = NULL
+		WHERE thread_id = ? AND lease_token = ? AND lease_holder IS NOT NULL`, lease.ThreadID, lease.Token)
+	if err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	return nil
+}
+
+// checkLease fails with ErrLeaseLost unless lease is the thread's current
+// one. It returns the thread's head.
+func checkLease(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, lease Lease) (int64, error) {
+	var (
+		token int64
+		held  bool
+		head  int64
+	)
+	err := q.QueryRowContext(ctx, `SELECT lease_token, lease_holder IS NOT NULL, head FROM threads WHERE thread_id = ?`, lease.ThreadID).
+		Scan(&token, &held, &head)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrLeaseLost
+	}
+	if err != nil {
+		return 0, err
+	}
+	if !held || token != lease.Token {
+		return 0, ErrLeaseLost
+	}
+	return head, nil
+}
+
+// Put implements Saver.
+func (s *SQLite) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
+	writers, err := encodeWriters(cp.Writers)
+	if err != nil {
+		return err
+	}
+	at := micros(cp.CreatedAt)
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE threads SET head = ?1, updated_at = ?2, lease_expires = ?2 + ttl_us
+			WHERE thread_id = ?3 AND lease_token = ?4 AND lease_holder IS NOT NULL AND head = ?1 - 1`,
+			cp.Step, at, lease.ThreadID, lease.Token)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			if _, err := checkLease(ctx, tx, lease); err != nil {
+				return err
+			}
+			return ErrConflict
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints
+			(thread_id, step, source, writers, deltas, snapshot, next, meta, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			lease.ThreadID, cp.Step, cp.Source, writers, blob(cp.Deltas), blob(cp.Snapshot), blob(cp.Next), blob(cp.Meta), at)
+		if err != nil {
+			return err
+		}
+		// Writes of steps up to the new head are settled by it.
+		_, err = tx.ExecContext(ctx, `DELETE FROM writes WHERE thread_id = ? AND step <= ?`, lease.ThreadID, cp.Step)
+		return err
+	})
+}
+
+// PutWrites implements Saver.
+func (s *SQLite) PutWrites(ctx context.Context, lease Lease, writes []Write) error {
+	writes = dedupWrites(writes)
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := checkLease(ctx, tx, lease); err != nil {
+			return err
+		}
+		if len(writes) == 0 {
+			return nil
+		}
+		var seq int64
+		if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM writes WHERE thread_id = ?`, lease.ThreadID).Scan(&seq); err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO writes (thread_id, step, task_id, kind, payload, seq)
+			VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (thread_id, step, task_id, kind) DO UPDATE SET payload = excluded.payload, seq = excluded.seq`)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stmt.Close() }()
+		for _, w := range writes {
+			seq++
+			if _, err := stmt.ExecContext(ctx, lease.ThreadID, w.Step, w.TaskID, string(w.Kind), blob(w.Payload), seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// dedupWrites keeps the last of writes with the same key, where it stands:
+// applying the result in order leaves the same rows, in the same order, as
+// applying every write one after the other.
+func dedupWrites(writes []Write) []Write {
+	type key struct {
+		step       int64
+		task, kind string
+	}
+	last := make(map[key]int, len(writes))
+	for i, w := range writes {
+		last[key{w.Step, w.TaskID, string(w.Kind)}] = i
+	}
+	if len(last) == len(writes) {
+		return writes
+	}
+	out := make([]Write, 0, len(last))
+	for i, w := range writes {
+		if last[key{w.Step, w.TaskID, string(w.Kind)}] == i {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Load implements Saver.
+func (s *SQLite) Load(ctx context.Context, threadID string, step int64) (Loaded, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	var head int64
+	err = tx.QueryRowContext(ctx, `SELECT head FROM threads WHERE thread_id = ?`, threadID).Scan(&head)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && head < 0) {
+		return Loaded{}, ErrNotFound
+	}
+	if err != nil {
+		return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+	}
+	if step < 0 {
+		step = head
+	}
+	if step > head {
+		return Loaded{}, ErrNotFound
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT step, source, writers,
+			deltas, deltas IS NOT NULL, snapshot, snapshot IS NOT NULL, next, next IS NOT NULL, meta, meta IS NOT NULL, created_at
+		FROM checkpoints
+		WHERE thread_id = ?1 AND step <= ?2 AND step >= coalesce(
+			(SELECT max(step) FROM checkpoints WHERE thread_id = ?1 AND step <= ?2 AND snapshot IS NOT NULL),
+			(SELECT min(step) FROM checkpoints WHERE thread_id = ?1))
+		ORDER BY step`, threadID, step)
+	if err != nil {
+		return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+	}
+	out := Loaded{Head: head}
+	for rows.Next() {
+		cp := Checkpoint{ThreadID: threadID}
+		var (
+			writers                sql.NullString
+			hasD, hasS, hasN, hasM bool
+			at                     int64
+		)
+		if err := rows.Scan(&cp.Step, &cp.Source, &writers, &cp.Deltas, &hasD, &cp.Snapshot, &hasS, &cp.Next, &hasN, &cp.Meta, &hasM, &at); err != nil {
+			_ = rows.Close()
+			return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+		}
+		cp.Deltas, cp.Snapshot, cp.Next, cp.Meta = unblob(cp.Deltas, hasD), unblob(cp.Snapshot, hasS), unblob(cp.Next, hasN), unblob(cp.Meta, hasM)
+		cp.CreatedAt = fromMicros(at)
+		if cp.Writers, err = decodeWriters(writers); err != nil {
+			_ = rows.Close()
+			return Loaded{}, err
+		}
+		out.Chain = append(out.Chain, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+	}
+	if len(out.Chain) == 0 || out.Chain[len(out.Chain)-1].Step != step {
+		return Loaded{}, ErrNotFound
+	}
+	if step == head {
+		rows, err := tx.QueryContext(ctx, `SELECT step, task_id, kind, payload, payload IS NOT NULL FROM writes
+			WHERE thread_id = ? AND step = ? ORDER BY seq`, threadID, head+1)
+		if err != nil {
+			return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+		}
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			w := Write{ThreadID: threadID}
+			var kind string
+			var has bool
+			if err := rows.Scan(&w.Step, &w.TaskID, &kind, &w.Payload, &has); err != nil {
+				return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+			}
+			w.Kind, w.Payload = WriteKind(kind), unblob(w.Payload, has)
+			out.Writes = append(out.Writes, w)
+		}
+		if err := rows.Err(); err != nil {
+			return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+		}
+	}
+	return out, nil
+}
+
+// List implements Saver.
+func (s *SQLite) List(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT step, source, writers, meta, meta IS NOT NULL, created_at FROM checkpoints
+		WHERE thread_id = ? ORDER BY step DESC LIMIT ?`, threadID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", threadID, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []Checkpoint
+	for rows.Next() {
+		cp := Checkpoint{ThreadID: threadID}
+		var (
+			writers sql.NullString
+			hasM    bool
+			at      int64
+		)
+		if err := rows.Scan(&cp.Step, &cp.Source, &writers, &cp.Meta, &hasM, &at); err != nil {
+			return nil, fmt.Errorf("list %s: %w", threadID, err)
+		}
+		cp.Meta, cp.CreatedAt = unblob(cp.Meta, hasM), fromMicros(at)
+		if cp.Writers, err = decodeWriters(writers); err != nil {
+			return nil, err
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", threadID, err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE thread_id = ?`, threadID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", threadID, err)
+		}
+	}
+	return out, nil
+}
+
+// Threads implements Saver.
+func (s *SQLite) Threads(ctx context.Context) ([]ThreadInfo, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT thread_id, head, lease_holder, created_at, updated_at FROM threads
+		ORDER BY updated_at DESC, thread_id`)
+	if err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	defer func() { _ = rows.Close() }()
+	out := []ThreadInfo{}
+	for rows.Next() {
+		var (
+			info     ThreadInfo
+			holder   sql.NullString
+			cat, uat int64
+		)
+		if err := rows.Scan(&info.ThreadID, &info.Head, &holder, &cat, &uat); err != nil {
+			return nil, fmt.Errorf("list threads: %w", err)
+		}
+		info.Holder, info.CreatedAt, info.UpdatedAt = holder.String, fromMicros(cat), fromMicros(uat)
+		out = append(out, info)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list threads: %w", err)
+	}
+	return out, nil
+}
+
+// Prune implements Saver.
+func (s *SQLite) Prune(ctx context.Context, lease Lease, keepFrom int64, snapshot []byte) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := checkLease(ctx, tx, lease); err != nil {
+			return err
+		}
+		r, err := tx.ExecContext(ctx, `UPDATE checkpoints SET snapshot = ? WHERE thread_id = ? AND step = ?`,
+			blob(snapshot), lease.ThreadID, keepFrom)
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrNotFound
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread_id = ? AND step < ?`, lease.ThreadID, keepFrom); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM writes WHERE thread_id = ? AND step < ?`, lease.ThreadID, keepFrom)
+		return err
+	})
+}
+
+// writeTx runs fn in an IMMEDIATE transaction on the write connection and
+// commits it when fn returns nil. Errors other than the package's sentinels
+// and *BusyError are wrapped with the saver's name.
+func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return wrapStoreErr("sqlite", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	return nil
+}
+
+// wrapStoreErr leaves the contract's errors as they are and names the
+// store in any other.
+func wrapStoreErr(store string, err error) error {
+	var busy *BusyError
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrLeaseLost), errors.Is(err, ErrConflict), errors.As(err, &busy):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return fmt.Errorf("%s: %w", store, err)
+}
