@@ -1,0 +1,170 @@
+package config
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/taskloom/taskloom/llm"
+)
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+// Validate checks every rule of the config and returns a *ValidationError
+// listing each broken one as a *KeyError, or nil.
+func (c Config) Validate() error {
+	var p problems
+
+	t := c.TaskSizeLimits
+	p.atLeast("task_size_limits.max_files_to_create", t.MaxFilesToCreate, 1)
+	p.atLeast("task_size_limits.max_files_to_modify", t.MaxFilesToModify, 1)
+	p.atLeast("task_size_limits.max_criteria_per_task", t.MaxCriteriaPerTask, 1)
+	p.atLeast("task_size_limits.max_input_tokens", t.MaxInputTokens, 1)
+	p.atLeast("task_size_limits.max_time_minutes", t.MaxTimeMinutes, 1)
+	p.between("task_size_limits.complexity_threshold", t.ComplexityThreshold, 0, 13)
+
+	p.atLeast("parallel_workers", c.ParallelWorkers, 1)
+	p.atLeast("max_attempts", c.MaxAttempts, 1)
+	if _, err := llm.ParseSpec(c.Model); err != nil {
+		p = append(p, &KeyError{Key: "model", Rule: err.Error(), Err: err})
+	}
+
+	w := c.Worker
+	if w.Kind != WorkerAgent && w.Kind != WorkerCommand {
+		p.add("worker.kind", "must be %q or %q, got %q", WorkerAgent, WorkerCommand, w.Kind)
+	}
+	modes := slices.Clone(BuiltinModes)
+	for _, m := range c.Agent.CustomModes {
+		modes = append(modes, m.Slug)
+	}
+	if !slices.Contains(modes, w.Mode) {
+		p.add("worker.mode", "must be one of %s, got %q", strings.Join(modes, ", "), w.Mode)
+	}
+	if w.Kind == WorkerCommand || len(w.Command) > 0 {
+		p.command("worker.command", w.Command, w.Kind == WorkerCommand)
+	}
+	p.positive("worker.timeout", w.Timeout)
+	p.atLeast("worker.ralph.max_iterations", w.Ralph.MaxIterations, 1)
+	if strings.TrimSpace(w.Ralph.CompletionPromise) == "" {
+		p.add("worker.ralph.completion_promise", "must not be empty")
+	}
+
+	p.command("verify.command", c.Verify.Command, true)
+	p.positive("verify.timeout", c.Verify.Timeout)
+	p.command("build_verification.command", c.BuildVerification.Command, false)
+
+	if u := c.Database.URL; strings.Contains(u, "://") {
+		scheme, _, _ := strings.Cut(u, "://")
+		if !slices.Contains([]string{"postgres", "postgresql", "sqlite", "file"}, strings.ToLower(scheme)) {
+			p.add("database.url", "must be empty, a postgres:// URL or a SQLite file path, got %q", RedactURL(u))
+		}
+	}
+	if l := c.Integrations.Linear; l.Enabled && strings.TrimSpace(l.TeamID) == "" {
+		p.add("integrations.linear.team_id", "must be set when integrations.linear.enabled is true")
+	}
+
+	for i, g := range c.Worktree.Include {
+		key := fmt.Sprintf("worktree.include[%d]", i)
+		switch {
+		case strings.TrimSpace(g) == "":
+			p.add(key, "must not be empty")
+		case filepath.IsAbs(g) || path.IsAbs(g) || slices.Contains(strings.Split(filepath.ToSlash(g), "/"), ".."):
+			p.add(key, "must be a glob relative to the repo root without \"..\", got %q", g)
+		default:
+			if _, err := path.Match(g, g); err != nil {
+				p.add(key, "must be a valid glob, got %q", g)
+			}
+		}
+	}
+
+	a := c.Agent
+	p.atLeast("agent.max_turns", a.MaxTurns, 1)
+	p.atLeast("agent.max_consecutive_mistakes", a.MaxConsecutiveMistakes, 1)
+	p.atLeast("agent.token_budget", a.TokenBudget, 0)
+	if !(a.CostBudgetUSD >= 0) {
+		p.add("agent.cost_budget_usd", "must be at least 0, got %g", a.CostBudgetUSD)
+	}
+	p.atLeast("agent.context_window", a.ContextWindow, 1000)
+	if !(a.CondenseThreshold > 0 && a.CondenseThreshold <= 1) {
+		p.add("agent.condense_threshold", "must be greater than 0 and at most 1, got %g", a.CondenseThreshold)
+	}
+	p.nonEmpty("agent.command_allow", a.CommandAllow)
+	p.nonEmpty("agent.command_deny", a.CommandDeny)
+	p.positive("agent.command_timeout", a.CommandTimeout)
+	p.nonEmpty("agent.skills_dirs", a.SkillsDirs)
+	seen := map[string]bool{}
+	for i, m := range a.CustomModes {
+		key := fmt.Sprintf("agent.custom_modes[%d]", i)
+		switch {
+		case !slugPattern.MatchString(m.Slug):
+			p.add(key+".slug", "must be lowercase letters, digits and \"-\", got %q", m.Slug)
+		case seen[m.Slug]:
+			p.add(key+".slug", "must be unique, %q is used twice", m.Slug)
+		}
+		seen[m.Slug] = true
+		if strings.TrimSpace(m.Name) == "" {
+			p.add(key+".name", "must not be empty")
+		}
+		for j, g := range m.Groups {
+			if !slices.Contains(ToolGroups, g) {
+				p.add(fmt.Sprintf("%s.groups[%d]", key, j), "must be one of %s, got %q", strings.Join(ToolGroups, ", "), g)
+			}
+		}
+		if m.FileRegex != "" {
+			if _, err := regexp.Compile(m.FileRegex); err != nil {
+				p = append(p, &KeyError{Key: key + ".file_regex", Rule: "must be a valid RE2 regex: " + err.Error(), Err: err})
+			}
+		}
+	}
+
+	names := make([]string, 0, len(c.Planner.Keywords))
+	for name := range c.Planner.Keywords {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p.nonEmpty("planner.keywords."+name, c.Planner.Keywords[name])
+	}
+	return p.err()
+}
+
+func (p *problems) atLeast(key string, v, lo int) {
+	if v < lo {
+		p.add(key, "must be at least %d, got %d", lo, v)
+	}
+}
+
+func (p *problems) between(key string, v, lo, hi float64) {
+	if !(v >= lo && v <= hi) {
+		p.add(key, "must be between %g and %g, got %g", lo, hi, v)
+	}
+}
+
+func (p *problems) positive(key string, d Duration) {
+	if d.Duration <= 0 {
+		p.add(key, "must be a positive duration like \"10m\", got %q", d.String())
+	}
+}
+
+// command checks an argv: when required it must have a program; when set,
+// the program must not be empty.
+func (p *problems) command(key string, argv []string, required bool) {
+	switch {
+	case len(argv) == 0 && required:
+		p.add(key, "must not be empty")
+	case len(argv) > 0 && strings.TrimSpace(argv[0]) == "":
+		p.add(key+"[0]", "must name a program, got %q", argv[0])
+	}
+}
+
+// nonEmpty checks that no entry of a list is blank.
+func (p *problems) nonEmpty(key string, l []string) {
+	for i, s := range l {
+		if strings.TrimSpace(s) == "" {
+			p.add(fmt.Sprintf("%s[%d]", key, i), "must not be empty")
+		}
+	}
+}
