@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -105,11 +106,28 @@ func (e *maskedError) Error() string { return e.msg }
 func (e *maskedError) Unwrap() error { return e.err }
 
 // maskErr returns err with every occurrence of dbURL's password masked in
-// its text.
+// its text, and its text on one line (pgx lists each failed address on a
+// line of its own).
 func maskErr(err error, dbURL string) error {
-	pw := passwordOf(dbURL)
-	if err == nil || pw == "" || !strings.Contains(err.Error(), pw) {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if pw := passwordOf(dbURL); pw != "" {
+		msg = strings.ReplaceAll(msg, pw, masked)
+	}
+	if strings.Contains(msg, "\n") {
+		var parts []string
+		for _, line := range strings.Split(msg, "\n") {
+			line = strings.TrimSpace(line)
+			if line != "" && !slices.Contains(parts, line) {
+				parts = append(parts, line)
+			}
+		}
+		msg = strings.Join(parts, " ")
+	}
+	if msg == err.Error() {
 		return err
 	}
-	return &maskedError{msg: strings.ReplaceAll(err.Error(), pw, masked), err: err}
+	return &maskedError{msg: msg, err: err}
 }

@@ -59,6 +59,9 @@ func OpenPostgres(ctx context.Context, url string, opts *PostgresOpts) (*Postgre
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL %s: %w", MaskURL(url), maskErr(err, url))
 	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", MaskURL(url), maskErr(err, url))

@@ -119,6 +119,22 @@ func PostgresURL(tb testing.TB) string {
 // URL whose connections work in that schema (its search_path).
 func NewPostgresSchema(tb testing.TB) string {
 	tb.Helper()
+	dbURL := NewEmptyPostgresSchema(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(tb, err)
+	defer pool.Close()
+	m, err := migrations.NewPostgres(pool, nil)
+	require.NoError(tb, err)
+	_, err = m.Migrate(ctx, migrations.Up, nil)
+	require.NoError(tb, err)
+	return dbURL
+}
+
+// NewEmptyPostgresSchema is NewPostgresSchema without the migrations.
+func NewEmptyPostgresSchema(tb testing.TB) string {
+	tb.Helper()
 	base := PostgresURL(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -150,14 +166,5 @@ func NewPostgresSchema(tb testing.TB) string {
 	q := u.Query()
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
-	dbURL := u.String()
-
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(tb, err)
-	defer pool.Close()
-	m, err := migrations.NewPostgres(pool, nil)
-	require.NoError(tb, err)
-	_, err = m.Migrate(ctx, migrations.Up, nil)
-	require.NoError(tb, err)
-	return dbURL
+	return u.String()
 }

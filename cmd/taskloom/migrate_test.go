@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/migrations"
+
+	_ "modernc.org/sqlite"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Execute(t.Context(), args, strings.NewReader(""), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestMigratePostgresTwice(t *testing.T) {
+	t.Parallel()
+	dbURL := checkpointtest.NewEmptyPostgresSchema(t)
+
+	code, out, errOut := runCLI(t, "migrate", "--db", dbURL)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Equal(t, "applied 001_init\nschema is up to date at version 1\n", out)
+
+	code, out, errOut = runCLI(t, "migrate", "--db", dbURL)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Equal(t, "schema is up to date at version 1\n", out)
+}
+
+func TestMigrateSQLiteDefaultPath(t *testing.T) {
+	repo := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, ".git", "info"), 0o755))
+	t.Chdir(repo)
+
+	code, out, errOut := runCLI(t, "migrate")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Equal(t, "applied 001_init\nschema is up to date at version 1\n", out)
+	require.FileExists(t, filepath.Join(repo, ".taskloom", "taskloom.db"))
+
+	code, out, errOut = runCLI(t, "migrate")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Equal(t, "schema is up to date at version 1\n", out)
+
+	exclude, err := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
+	require.NoError(t, err)
+	require.Equal(t, ".taskloom/\n", string(exclude), "added once")
+}
+
+func TestMigrateSQLiteURL(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	for i, want := range []string{
+		"applied 001_init\nschema is up to date at version 1\n",
+		"schema is up to date at version 1\n",
+	} {
+		code, out, errOut := runCLI(t, "migrate", "--db", "sqlite://"+path)
+		require.Equal(t, 0, code, "run %d: stderr: %s", i, errOut)
+		require.Equal(t, want, out, "run %d", i)
+	}
+}
+
+func TestMigrateUnreachableMasksPassword(t *testing.T) {
+	t.Parallel()
+	for _, dbURL := range []string{
+		"postgres://postgres:s3cr3t-pw@127.0.0.1:1/test?sslmode=disable",
+		// Without sslmode pgx tries twice and reports each attempt.
+		"postgresql://postgres:s3cr3t-pw@127.0.0.1:1/test",
+	} {
+		code, out, errOut := runCLI(t, "migrate", "--db", dbURL)
+		require.Equal(t, 1, code)
+		require.Empty(t, out)
+		require.NotContains(t, errOut, "s3cr3t-pw")
+		require.Contains(t, errOut, "://postgres:xxxxx@127.0.0.1:1/test")
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		require.True(t, strings.HasPrefix(errOut, "taskloom: "), errOut)
+	}
+}
+
+func TestMigrateNewerSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "store.db")
+	code, _, errOut := runCLI(t, "migrate", "--db", path)
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.ExecContext(context.Background(), `INSERT INTO `+migrations.VersionTable+` (version, name, applied_at) VALUES (7, 'from_the_future', 0)`)
+	require.NoError(t, db.Close())
+	require.NoError(t, err)
+
+	code, out, errOut := runCLI(t, "migrate", "--db", path)
+	require.Equal(t, 1, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "database schema is at version 7, newer than this taskloom (1); upgrade taskloom")
+	require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+}
+
+func TestMigrateMissingDirectory(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "no", "such", "dir", "store.db")
+	code, _, errOut := runCLI(t, "migrate", "--db", path)
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "does not exist")
+}
