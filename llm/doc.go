@@ -68,4 +68,95 @@
 // and the reply index. ParseScript validates a script up front (regexes
 // compile, replies are not empty, arguments are objects or strings, delays
 // are not negative) and names the offending conversation by index.
+//
+// # Provider models and keys
+//
+// New reads keys through Opts.GetenvFunc (default os.Getenv). A missing
+// ANTHROPIC_API_KEY or OPENAI_API_KEY is an error (ErrMissingKey) naming the
+// variable; openai-compatible uses OPENAI_API_KEY when set and a placeholder
+// otherwise. OPENAI_ORGANIZATION is passed on when set. Base URLs are always
+// passed explicitly, so langchaingo's own OPENAI_BASE_URL / OPENAI_API_BASE
+// lookups do not apply. Opts.BaseURL overrides the URL (tests point it at an
+// llmtest server) and Opts.HTTPClient supplies the client, whose transport
+// New wraps with NewTransport.
+//
+// Errors from provider models pass through a Redactor: the key values New
+// read, and anything shaped like an API key (sk-..., sk-ant-..., "Bearer
+// ..."), become [REDACTED]. Redacted errors still unwrap to the original, so
+// errors.Is works, and printing an unwrapped error bypasses the redaction.
+// Redact does the same for any text with the keys of the current
+// environment.
+//
+// # Guards for langchaingo v0.1.14
+//
+// New returns provider models as *Guarded, which also wraps any model you
+// pass to Guard, and installs NewTransport in their HTTP client. Each gap
+// below is pinned by a test on the raw client (gaps_raw_test.go) and a test
+// of the guard (gaps_guard_test.go), both against a local server speaking
+// the provider's wire format.
+//
+//  1. Tool-call deltas reach the text callback (OpenAI streaming passes the
+//     JSON of every tool-call delta to the streaming func). Guard: when a
+//     request carries tools, an OpenAI or openai-compatible model is called
+//     without streaming and the reply text is handed to the streaming func
+//     in one chunk afterwards. The cost: no live text while tools are on.
+//     Anthropic's client streams only text deltas, so it keeps streaming.
+//  2. Malformed arguments come back verbatim, without an error. This is
+//     not hidden: ValidateToolCall (and ToolArguments) parse the arguments
+//     and return a *ToolCallError whose message is meant to be sent back
+//     to the model as the tool result. Callers must validate every call.
+//  3. Interleaved parallel tool-call deltas are appended to the wrong call,
+//     silently. Guard: avoided by the non-streamed request of 1;
+//     ValidateToolCall also flags corrupted arguments if a caller streams
+//     on its own.
+//  4. An SSE line over 64 KiB fails the call (bufio.Scanner's limit).
+//     Guard: the transport reads lines of any length (up to 64 MiB) and
+//     splits a data line over 32 KiB into several events, cutting text,
+//     reasoning and tool-argument deltas into pieces of at most 8 KiB;
+//     long non-data lines (comments, ids), which langchaingo ignores, are
+//     dropped. A long event it does not understand is passed on unchanged
+//     and still fails. Non-streamed responses never had the limit, so a
+//     >64 KiB tool argument works both ways.
+//  5. The Anthropic client fails the whole call when a tool_use input is
+//     not a JSON object (streamed: the concatenated input_json_delta does
+//     not parse; not streamed: input is not an object). Guard: the
+//     transport holds each tool_use block's deltas until the block stops
+//     and, when the whole input is not a JSON object, sends it as
+//     {"__taskloom_unparsed_arguments__": "<text>"}; it does the same to a
+//     non-object input in a non-streamed response. *Guarded unwraps it, so
+//     the caller gets a tool call whose Arguments is the original malformed
+//     text, which ValidateToolCall rejects. Tool-input deltas therefore
+//     arrive at block end instead of as they stream (langchaingo never
+//     streamed them to callers anyway).
+//  6. The Ollama client drops tool definitions. ParseSpec and New refuse
+//     "ollama:" and point to openai-compatible:MODEL@http://localhost:11434/v1.
+//
+// Found while building these, and also guarded for Anthropic:
+//
+//   - The client sends only the first part of an assistant or tool
+//     message, so an assistant turn with text and tool calls, or several
+//     tool results in one message, lose parts. *Guarded sends one message
+//     per part and the transport merges consecutive messages of one role
+//     back into a single turn in the request body.
+//   - Past tool calls whose arguments are not a JSON object fail the next
+//     request; *Guarded wraps them as in 5 so the history can be sent.
+//   - Empty messages would panic inside the client; they are dropped.
+//   - Each content block comes back as its own choice. *Guarded merges them
+//     into one choice: text concatenated, all tool calls in order (with
+//     Type "function"), thinking in ReasoningContent, token counts kept.
+//     StopReason is the provider's ("tool_use", "end_turn").
+//
+// For every provider, tool calls get Type "function" when the provider left
+// it empty, FuncCall points at the first tool call, and an error that
+// happens after the context ended wraps the context's error (the openai
+// client replaces it with "request cancelled").
+//
+// # Usage and cost
+//
+// UsageOf reads token counts from a response (Anthropic's
+// InputTokens/OutputTokens, OpenAI's PromptTokens/CompletionTokens, the
+// scripted model's estimates) and prices them with a small built-in table
+// of list prices (PriceOf). The prices are approximate, go stale, and leave
+// out caching and batch discounts: they are for budgets and progress
+// displays, not billing. Unknown models cost 0.
 package llm

@@ -61,3 +61,26 @@ func ExampleParseSpec() {
 	// provider=openai-compatible model=llama3.1:8b base_url=http://localhost:11434/v1 path= err=<nil>
 	// provider=scripted model= base_url= path=testdata/session.json err=<nil>
 }
+
+func ExampleValidateToolCall() {
+	calls := []llms.ToolCall{
+		{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "read_file", Arguments: `{"path": "a.go"}`}},
+		{ID: "call_2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "write_to_file", Arguments: `{"path": "a.go", `}},
+	}
+	for _, tc := range calls {
+		fmt.Println(llm.ValidateToolCall(tc))
+	}
+	// Output:
+	// <nil>
+	// tool call write_to_file (id call_2): arguments are not valid JSON (unexpected end of input after 17 bytes; the JSON is truncated): "{\"path\": \"a.go\", "; the call was not executed, send it again with its arguments as one complete JSON object
+}
+
+func ExampleUsageOf() {
+	resp := &llms.ContentResponse{Choices: []*llms.ContentChoice{{
+		GenerationInfo: map[string]any{"InputTokens": 12000, "OutputTokens": 800},
+	}}}
+	u := llm.UsageOf(resp, "anthropic:claude-sonnet-4-5")
+	fmt.Printf("in=%d out=%d cost=$%.4f\n", u.InputTokens, u.OutputTokens, u.CostUSD)
+	// Output:
+	// in=12000 out=800 cost=$0.0480
+}

@@ -63,7 +63,7 @@ func ToolArguments(tc llms.ToolCall) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(strings.NewReader(trimmed))
 	var m map[string]json.RawMessage
 	if err := dec.Decode(&m); err != nil {
-		return fail(name, args, fmt.Errorf("arguments are not valid JSON (%v): %s", jsonErrorDetail(err, trimmed), quoteArgs(args)))
+		return fail(name, args, fmt.Errorf("arguments are not valid JSON (%v): %s", jsonErrorDetail(err, args), quoteArgs(args)))
 	}
 	if m == nil {
 		return fail(name, args, fmt.Errorf("arguments must be a JSON object, got null"))

@@ -53,9 +53,15 @@ func (r Request) JSON() map[string]any {
 // NewServer starts a server playing responses; it is closed in t.Cleanup.
 func NewServer(t testing.TB, responses ...Response) *Server {
 	t.Helper()
+	s := Start(responses...)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server playing responses; the caller closes it.
+func Start(responses ...Response) *Server {
 	s := &Server{responses: responses}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
 	return s
 }
 
