@@ -395,3 +395,23 @@ func TestGuardContextCancel(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, errors.Is(err, context.DeadlineExceeded))
 }
+
+func TestGuardWrapsExistingModels(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.OpenAIChat("Done.", llmtest.ToolCall{ID: "call_1", Name: "write_to_file", Arguments: `{"path":"a.go"}`}))
+	g := Guard(rawOpenAI(t, srv))
+	require.Same(t, g, Guard(g), "guarding twice is a no-op")
+	var chunks []string
+	resp, err := g.GenerateContent(context.Background(), userMsg("hi"), llms.WithTools(testTools), collect(&chunks))
+	require.NoError(t, err)
+	require.Equal(t, []string{"Done."}, chunks)
+	require.Nil(t, requestJSON(t, srv, 0)["stream"])
+	require.Len(t, resp.Choices[0].ToolCalls, 1)
+
+	asrv := llmtest.NewServer(t, llmtest.AnthropicMessage(llmtest.AnthropicText("a"), llmtest.AnthropicToolUse("toolu_1", "read_file", `{"path":"b"}`)))
+	resp, err = Guard(rawAnthropic(t, asrv)).GenerateContent(context.Background(), userMsg("hi"), llms.WithTools(testTools))
+	require.NoError(t, err)
+	require.Len(t, resp.Choices, 1, "anthropic recognised: blocks merged")
+	require.Equal(t, "a", resp.Choices[0].Content)
+	require.Equal(t, "function", resp.Choices[0].ToolCalls[0].Type)
+}
