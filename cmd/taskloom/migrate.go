@@ -116,23 +116,34 @@ func excludeFromGit(repo, pattern string) error {
 }
 
 func newMigrateCmd(a *app) *cobra.Command {
-	var opts migrateOpts
+	var (
+		opts  migrateOpts
+		dbURL string
+	)
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Apply the store's schema migrations",
-		Long: "Apply the store's schema migrations. Without --db (or TASKLOOM_DB) the store is\n" +
-			"the SQLite database .taskloom/taskloom.db in the current directory.",
+		Long: "Apply the store's schema migrations. The store is --db, else TASKLOOM_DB, else\n" +
+			"database.url of .project-config.json, else the SQLite database\n" +
+			".taskloom/taskloom.db in the current directory.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if opts.DB == "" {
-				opts.DB = os.Getenv("TASKLOOM_DB")
+			wd, err := os.Getwd()
+			if err != nil {
+				return fmt.Errorf("find the current directory: %w", err)
 			}
+			// --db, then TASKLOOM_DB, then the config's database.url.
+			cfg, err := loadConfig(cmd, wd, "")
+			if err != nil {
+				return err
+			}
+			opts.DB, opts.Repo = cfg.Database.URL, wd
 			if err := opts.Validate(); err != nil {
 				return err
 			}
 			return opts.Run(cmd.Context(), a.stdout)
 		},
 	}
-	cmd.Flags().StringVar(&opts.DB, "db", "", "database URL (postgres://… or a SQLite file path)")
+	cmd.Flags().StringVar(&dbURL, "db", "", "database URL (postgres://… or a SQLite file path)")
 	return cmd
 }

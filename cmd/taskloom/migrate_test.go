@@ -112,3 +112,24 @@ func TestMigrateMissingDirectory(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "does not exist")
 }
+
+func TestMigrateDBFromEnvAndConfig(t *testing.T) {
+	repo := t.TempDir()
+	t.Chdir(repo)
+
+	fromConfig := filepath.Join(repo, "from-config.db")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".project-config.json"),
+		[]byte(`{"database": {"url": "sqlite://`+fromConfig+`"}}`), 0o644))
+	code, out, errOut := runCLI(t, "migrate")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Contains(t, out, "applied 001_init")
+	require.FileExists(t, fromConfig)
+
+	fromEnv := filepath.Join(repo, "from-env.db")
+	t.Setenv("TASKLOOM_DB", fromEnv)
+	code, out, errOut = runCLI(t, "migrate")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Contains(t, out, "applied 001_init")
+	require.FileExists(t, fromEnv)
+	require.NoDirExists(t, filepath.Join(repo, ".taskloom"))
+}

@@ -42,15 +42,16 @@ func Open(ctx context.Context, dbURL string, opts *OpenOpts) (Saver, error) {
 
 // IsPostgresURL reports whether dbURL names a PostgreSQL database.
 func IsPostgresURL(dbURL string) bool {
-	return strings.HasPrefix(dbURL, "postgres://") || strings.HasPrefix(dbURL, "postgresql://")
+	l := strings.ToLower(dbURL)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }
 
 // SQLitePath returns the file path of a SQLite database URL: it strips a
 // sqlite:// (so sqlite:///abs/path is /abs/path), sqlite: or file: prefix.
 func SQLitePath(dbURL string) string {
 	for _, p := range []string{"sqlite://", "sqlite:", "file://", "file:"} {
-		if rest, ok := strings.CutPrefix(dbURL, p); ok {
-			return rest
+		if len(dbURL) >= len(p) && strings.EqualFold(dbURL[:len(p)], p) {
+			return dbURL[len(p):]
 		}
 	}
 	return dbURL
