@@ -91,12 +91,7 @@ func (m *Memory) Put(_ context.Context, lease Lease, cp Checkpoint) error {
 		return ErrConflict
 	}
 	cp.ThreadID = lease.ThreadID
-	cp.Writers = slices.Clone(cp.Writers)
-	cp.Deltas = slices.Clone(cp.Deltas)
-	cp.Snapshot = slices.Clone(cp.Snapshot)
-	cp.Next = slices.Clone(cp.Next)
-	cp.Meta = slices.Clone(cp.Meta)
-	t.cps = append(t.cps, cp)
+	t.cps = append(t.cps, cloneCheckpoint(cp))
 	t.updatedAt = cp.CreatedAt
 	t.lease.Expires = cp.CreatedAt.Add(t.ttl)
 	// Writes of steps up to the new head are settled by it.
@@ -143,10 +138,14 @@ func (m *Memory) Load(_ context.Context, threadID string, step int64) (Loaded, e
 	for start > 0 && t.cps[start].Snapshot == nil {
 		start--
 	}
-	out := Loaded{Head: head, Chain: slices.Clone(t.cps[start : i+1])}
+	out := Loaded{Head: head, Chain: make([]Checkpoint, 0, i+1-start)}
+	for _, c := range t.cps[start : i+1] {
+		out.Chain = append(out.Chain, cloneCheckpoint(c))
+	}
 	if step == head {
 		for _, w := range t.writes {
 			if w.Step == head+1 {
+				w.Payload = slices.Clone(w.Payload)
 				out.Writes = append(out.Writes, w)
 			}
 		}
@@ -169,7 +168,7 @@ func (m *Memory) List(_ context.Context, threadID string, limit int) ([]Checkpoi
 		}
 		c := t.cps[i]
 		c.Deltas, c.Snapshot, c.Next = nil, nil, nil
-		out = append(out, c)
+		out = append(out, cloneCheckpoint(c))
 	}
 	return out, nil
 }
@@ -209,7 +208,19 @@ func (m *Memory) Prune(_ context.Context, lease Lease, keepFrom int64, snapshot 
 	}
 	t.cps[i].Snapshot = slices.Clone(snapshot)
 	t.cps = slices.Clone(t.cps[i:])
+	t.writes = slices.DeleteFunc(t.writes, func(w Write) bool { return w.Step < keepFrom })
 	return nil
+}
+
+// cloneCheckpoint copies c's slices, so that neither the caller nor the
+// saver sees the other's later changes to them.
+func cloneCheckpoint(c Checkpoint) Checkpoint {
+	c.Writers = slices.Clone(c.Writers)
+	c.Deltas = slices.Clone(c.Deltas)
+	c.Snapshot = slices.Clone(c.Snapshot)
+	c.Next = slices.Clone(c.Next)
+	c.Meta = slices.Clone(c.Meta)
+	return c
 }
 
 // Close implements Saver.

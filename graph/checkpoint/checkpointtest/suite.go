@@ -27,6 +27,7 @@ func Run(t *testing.T, newSaver NewSaverFunc) {
 	}{
 		{"PutLoadList", testPutLoadList},
 		{"RoundTripBytes", testRoundTripBytes},
+		{"NoAliasing", testNoAliasing},
 		{"LoadChainFromSnapshot", testLoadChainFromSnapshot},
 		{"PendingWrites", testPendingWrites},
 		{"LeaseBusy", testLeaseBusy},
@@ -206,6 +207,31 @@ func testRoundTripBytes(t *testing.T, s checkpoint.Saver) {
 	require.Equal(t, []int64{3, 4}, steps(ld.Chain))
 	require.NotNil(t, ld.Chain[0].Snapshot)
 	require.Empty(t, ld.Chain[0].Snapshot)
+}
+
+func testNoAliasing(t *testing.T, s checkpoint.Saver) {
+	ctx := t.Context()
+	l := acquire(t, s, "alias", "a", T0)
+	cp := Step("alias", 0)
+	cp.Snapshot = []byte("snap")
+	want := Step("alias", 0)
+	want.Snapshot = []byte("snap")
+	require.NoError(t, s.Put(ctx, l, cp))
+	// The caller's slices are its own after Put...
+	cp.Deltas[0], cp.Snapshot[0], cp.Next[0], cp.Meta[0], cp.Writers[0] = 'X', 'X', 'X', 'X', "X"
+	require.NoError(t, s.PutWrites(ctx, l, []checkpoint.Write{write(1, "t", checkpoint.WriteUpdate, "p")}))
+	// ...and after Load and List.
+	ld := load(t, s, "alias", -1)
+	c := ld.Chain[0]
+	c.Deltas[0], c.Snapshot[0], c.Next[0], c.Meta[0], c.Writers[0] = 'Y', 'Y', 'Y', 'Y', "Y"
+	ld.Writes[0].Payload[0] = 'Y'
+	list, err := s.List(ctx, "alias", 0)
+	require.NoError(t, err)
+	list[0].Meta[0], list[0].Writers[0] = 'Z', "Z"
+
+	ld = load(t, s, "alias", -1)
+	require.Equal(t, []checkpoint.Checkpoint{want}, normalize(ld.Chain))
+	require.Equal(t, []string{"1/t/update=p"}, payloads(ld.Writes))
 }
 
 func testLoadChainFromSnapshot(t *testing.T, s checkpoint.Saver) {
