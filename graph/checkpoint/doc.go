@@ -11,4 +11,30 @@
 // every write carries the lease's fencing token. A second process gets a
 // *BusyError naming the holder; a lease whose holder died expires and is
 // taken over.
+//
+// # Durable savers
+//
+// Open picks the saver from a database URL: postgres:// or postgresql://
+// opens a *Postgres, anything else (a path, sqlite://PATH, file:PATH) a
+// *SQLite. Both apply the schema migrations of package migrations when
+// they open, and both give access to their database ((*SQLite).DB,
+// (*Postgres).Pool) so that other records (runs, agent histories) can be
+// kept in the same place. Errors name the URL with its password masked
+// (MaskURL).
+//
+// The SQLite saver runs in WAL mode with one write connection and a small
+// read pool. Its synchronous pragma is NORMAL by default: in WAL mode a
+// committed checkpoint survives the process being killed, and only a power
+// loss or an OS crash can lose the last few commits. SQLiteOpts.Synchronous
+// = "FULL" syncs every commit and survives those too.
+//
+// The PostgreSQL saver works in the current schema of its connections (put
+// search_path in the URL to choose one). Put is a single statement, one
+// round trip and one commit: it moves the head, renews the lease and
+// inserts the checkpoint only when the lease is current and the step is the
+// head's successor, and it looks at the thread again only to tell
+// ErrLeaseLost from ErrConflict when it fails.
+//
+// Durable savers keep times to the microsecond. Package checkpointtest holds
+// the conformance suite all savers pass.
 package checkpoint
