@@ -2,6 +2,7 @@ package checkpoint_test
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,8 +18,16 @@ func BenchmarkPut(b *testing.B) {
 		"memory":   func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewMemory(tb) },
 		"sqlite":   func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewSQLite(tb) },
 		"postgres": func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewPostgres(tb) },
+		"sqlite_full": func(tb testing.TB) checkpoint.Saver {
+			s, err := checkpoint.NewSQLite(tb.Context(), filepath.Join(tb.TempDir(), "full.db"), &checkpoint.SQLiteOpts{Synchronous: "FULL"})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { _ = s.Close() })
+			return s
+		},
 	}
-	for _, name := range checkpointtest.SaverNames {
+	for _, name := range append(checkpointtest.SaverNames, "sqlite_full") {
 		b.Run(name, func(b *testing.B) {
 			s := savers[name](b)
 			ctx := b.Context()
