@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 )
 
 type namedSaver struct {
@@ -11,10 +12,14 @@ type namedSaver struct {
 	open func(testing.TB) checkpoint.Saver
 }
 
+// benchSavers are the savers the runtime is tested and measured on: none
+// (no persistence), memory, sqlite and postgres.
 func benchSavers(tb testing.TB) []namedSaver {
 	return []namedSaver{
 		{name: "none"},
-		{name: "memory", open: func(testing.TB) checkpoint.Saver { return checkpoint.NewMemory() }},
+		{name: "memory", open: func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewMemory(tb) }},
+		{name: "sqlite", open: func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewSQLite(tb) }},
+		{name: "postgres", open: func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewPostgres(tb) }},
 	}
 }
 
