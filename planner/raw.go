@@ -134,8 +134,11 @@ func decodeJSON(data []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, describeJSONError(data, dec.InputOffset(), err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		off := dec.InputOffset()
+	off := dec.InputOffset()
+	for off < int64(len(data)) && strings.ContainsRune(" \t\r\n", rune(data[off])) {
+		off++
+	}
+	if off < int64(len(data)) {
 		line, col := lineCol(data, off)
 		return nil, fmt.Errorf("invalid JSON at line %d, column %d: unexpected data after the top-level value", line, col)
 	}
@@ -145,7 +148,7 @@ func decodeJSON(data []byte) (any, error) {
 func describeJSONError(data []byte, off int64, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		off = se.Offset
+		off = se.Offset - 1 // Offset counts the offending byte
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		if len(bytes.TrimSpace(data)) == 0 {

@@ -51,6 +51,7 @@ type app struct {
 // commands lists the constructors of taskloom's sub-commands.
 var commands = []func(*app) *cobra.Command{
 	newMigrateCmd,
+	newPlanCmd,
 }
 
 func newRootCmd(a *app) *cobra.Command {

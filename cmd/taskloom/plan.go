@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/taskloom/taskloom/llm"
+	"github.com/taskloom/taskloom/planner"
+)
+
+// planOpts are the options of `taskloom plan`.
+type planOpts struct {
+	// Product is the PRODUCT.md to break down; exclusive with Tasks.
+	Product string
+	// Tasks is a raw tasks JSON file (SPEC §4); exclusive with Product.
+	Tasks string
+	// Model is the model spec for the breakdown; empty means TASKLOOM_MODEL.
+	Model string
+	// Repo is the repository whose .project-config.json task_size_limits
+	// apply; empty means the current directory.
+	Repo string
+	// JSON and Mermaid select the output; neither means a table.
+	JSON    bool
+	Mermaid bool
+	// Workers is the number of workers the schedule assumes.
+	Workers int
+	// Getenv reads environment variables; nil means os.Getenv.
+	Getenv func(string) string
+	// Logger receives the breakdown's warnings; nil discards them.
+	Logger *slog.Logger
+}
+
+// Validate implements the command options contract. Its errors are usage
+// errors (exit 2).
+func (o *planOpts) Validate() error {
+	switch {
+	case o.Product == "" && o.Tasks == "":
+		return usageError("plan: give a PRODUCT.md to break down, or --tasks RAW.json")
+	case o.Product != "" && o.Tasks != "":
+		return usageError("plan: give either a PRODUCT.md or --tasks RAW.json, not both")
+	case o.JSON && o.Mermaid:
+		return usageError("plan: --json and --mermaid cannot be used together")
+	case o.Workers < 1:
+		return usageError("plan: --workers must be at least 1, got %d", o.Workers)
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Repo == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("plan: find the current directory: %w", err)
+		}
+		o.Repo = wd
+	}
+	return nil
+}
+
+// Run builds the plan and prints it to w. A plan with dependency cycles is
+// printed too, and then reported as an error.
+func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
+	limits, err := loadTaskSizeLimits(o.Repo)
+	if err != nil {
+		return err
+	}
+	popts := &planner.Opts{Limits: &limits, Workers: o.Workers, Logger: o.Logger}
+	var p *planner.Plan
+	var perr error
+	if o.Tasks != "" {
+		data, err := os.ReadFile(o.Tasks)
+		if err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		p, perr = planner.FromRaw(data, popts)
+		if p == nil {
+			return fmt.Errorf("plan: %s: %w", o.Tasks, perr)
+		}
+	} else {
+		data, err := os.ReadFile(o.Product)
+		if err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+		var model llms.Model
+		if !planner.HasTaskList(string(data)) {
+			spec := o.Model
+			if spec == "" {
+				spec = o.Getenv("TASKLOOM_MODEL")
+			}
+			if spec == "" {
+				return fmt.Errorf("plan: %s has no explicit task list, so the breakdown needs a model: pass --model SPEC (for example scripted:session.json) or set TASKLOOM_MODEL", o.Product)
+			}
+			m, err := llm.New(ctx, spec, &llm.Opts{GetenvFunc: o.Getenv})
+			if err != nil {
+				return fmt.Errorf("plan: %w", err)
+			}
+			model = m
+		}
+		p, perr = planner.FromProduct(ctx, model, string(data), popts)
+		if p == nil {
+			return fmt.Errorf("plan: %s: %w", o.Product, perr)
+		}
+	}
+	switch {
+	case o.JSON:
+		out, err := json.MarshalIndent(p, "", "  ")
+		if err != nil {
+			return fmt.Errorf("plan: encode JSON: %w", err)
+		}
+		if _, err := w.Write(append(out, '\n')); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+	case o.Mermaid:
+		if err := p.WriteMermaid(w); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+	default:
+		if err := p.WriteTable(w); err != nil {
+			return fmt.Errorf("plan: %w", err)
+		}
+	}
+	if perr != nil {
+		if errors.Is(perr, planner.ErrCycle) {
+			return fmt.Errorf("plan: %w; remove one dependency of each cycle (file-based dependencies count: a task that modifies or tests a file depends on its creator)", perr)
+		}
+		return fmt.Errorf("plan: %w", perr)
+	}
+	return nil
+}
+
+// loadTaskSizeLimits reads task_size_limits from repo's
+// .project-config.json over the defaults. A missing file means defaults.
+// Other keys of the file are left to the config package.
+// TODO: take the limits from config.Load once plan moves onto it.
+func loadTaskSizeLimits(repo string) (planner.Limits, error) {
+	limits := planner.DefaultLimits()
+	path := filepath.Join(repo, ".project-config.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return limits, nil
+	}
+	if err != nil {
+		return limits, fmt.Errorf("plan: read config: %w", err)
+	}
+	var file struct {
+		TaskSizeLimits json.RawMessage `json:"task_size_limits"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		return limits, fmt.Errorf("plan: %s: %w", path, err)
+	}
+	if len(file.TaskSizeLimits) == 0 || string(file.TaskSizeLimits) == "null" {
+		return limits, nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(file.TaskSizeLimits, &raw); err != nil {
+		return limits, fmt.Errorf("plan: %s: task_size_limits: must be an object", path)
+	}
+	targets := map[string]any{
+		"max_files_to_create":   &limits.MaxFilesToCreate,
+		"max_files_to_modify":   &limits.MaxFilesToModify,
+		"max_criteria_per_task": &limits.MaxCriteriaPerTask,
+		"max_input_tokens":      &limits.MaxInputTokens,
+		"max_time_minutes":      &limits.MaxTimeMinutes,
+		"complexity_threshold":  &limits.ComplexityThreshold,
+		"auto_split":            &limits.AutoSplit,
+	}
+	for k, v := range raw {
+		dst, ok := targets[k]
+		if !ok {
+			return limits, fmt.Errorf("plan: %s: task_size_limits.%s: unknown key", path, k)
+		}
+		dec := json.NewDecoder(bytes.NewReader(v))
+		if err := dec.Decode(dst); err != nil {
+			return limits, fmt.Errorf("plan: %s: task_size_limits.%s: wrong type: %s", path, k, strings.TrimPrefix(err.Error(), "json: "))
+		}
+	}
+	if err := limits.Validate(); err != nil {
+		return limits, fmt.Errorf("plan: %s: %w", path, err)
+	}
+	return limits, nil
+}
+
+func newPlanCmd(a *app) *cobra.Command {
+	opts := planOpts{Workers: 1}
+	cmd := &cobra.Command{
+		Use:   "plan [PRODUCT.md]",
+		Short: "Break a PRODUCT.md (or a raw task list) down into a plan and print it",
+		Long: "Break a PRODUCT.md down into a plan and print it: tasks, complexity, splits,\n" +
+			"dependencies, milestones, warnings and the estimated makespan with N workers.\n" +
+			"A PRODUCT.md with an explicit task list needs no model; otherwise --model (or\n" +
+			"TASKLOOM_MODEL) names it. --tasks RAW.json plans a raw task list instead.\n" +
+			"task_size_limits come from the repo's .project-config.json.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Product = args[0]
+			}
+			opts.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			return opts.Run(cmd.Context(), a.stdout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Tasks, "tasks", "", "plan this raw tasks JSON file instead of a PRODUCT.md")
+	f.StringVar(&opts.Model, "model", "", "model spec for the breakdown (anthropic:…, openai:…, openai-compatible:MODEL@URL, scripted:PATH)")
+	f.StringVar(&opts.Repo, "repo", "", "repository whose .project-config.json applies (default: the current directory)")
+	f.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
+	f.BoolVar(&opts.Mermaid, "mermaid", false, "print the dependency graph as a Mermaid flowchart")
+	f.IntVar(&opts.Workers, "workers", 1, "number of parallel workers for the schedule estimate")
+	return cmd
+}
