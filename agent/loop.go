@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -460,7 +461,10 @@ func (c *conv) request() []llms.MessageContent {
 					names[b.ID] = b.Name
 					args := "{}"
 					if b.Input != nil {
-						args = string(b.Input)
+						var buf bytes.Buffer
+						if json.Compact(&buf, b.Input) == nil {
+							args = buf.String()
+						}
 					}
 					parts = append(parts, llms.ToolCall{ID: b.ID, Type: "function",
 						FunctionCall: &llms.FunctionCall{Name: b.Name, Arguments: args}})

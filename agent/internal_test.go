@@ -1,0 +1,225 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestApplyDiff(t *testing.T) {
+	t.Parallel()
+	const file = "package a\n\nfunc A() int {\n\treturn 1\n}\n\nfunc B() int {\n\treturn 1\n}\n"
+	cases := []struct {
+		name, diff, want, err string
+	}{
+		{
+			name: "one block",
+			diff: "<<<<<<< SEARCH\nfunc A() int {\n\treturn 1\n=======\nfunc A() int {\n\treturn 2\n>>>>>>> REPLACE\n",
+			want: strings.Replace(file, "return 1", "return 2", 1),
+		},
+		{
+			name: "two blocks in order, with the optional header",
+			diff: "<<<<<<< SEARCH\n:start_line:3\n-------\nfunc A() int {\n=======\nfunc AA() int {\n>>>>>>> REPLACE\n\n<<<<<<< SEARCH\nfunc B() int {\n=======\nfunc BB() int {\n>>>>>>> REPLACE",
+			want: strings.Replace(strings.Replace(file, "A()", "AA()", 1), "B()", "BB()", 1),
+		},
+		{
+			name: "ambiguous without start_line",
+			diff: "<<<<<<< SEARCH\n\treturn 1\n=======\n\treturn 3\n>>>>>>> REPLACE",
+			err:  "matches 2 places (lines 4, 8)",
+		},
+		{
+			name: "start_line picks the nearest",
+			diff: "<<<<<<< SEARCH\n:start_line:7\n-------\n\treturn 1\n=======\n\treturn 3\n>>>>>>> REPLACE",
+			want: "package a\n\nfunc A() int {\n\treturn 1\n}\n\nfunc B() int {\n\treturn 3\n}\n",
+		},
+		{
+			name: "trailing whitespace tolerated",
+			diff: "<<<<<<< SEARCH\nfunc A() int {   \n=======\nfunc A() int64 {\n>>>>>>> REPLACE",
+			want: strings.Replace(file, "func A() int {", "func A() int64 {", 1),
+		},
+		{
+			name: "delete lines",
+			diff: "<<<<<<< SEARCH\n\nfunc B() int {\n\treturn 1\n}\n=======\n>>>>>>> REPLACE",
+			want: "package a\n\nfunc A() int {\n\treturn 1\n}\n",
+		},
+		{name: "no match", diff: "<<<<<<< SEARCH\nfunc C() {\n=======\nx\n>>>>>>> REPLACE", err: "does not match"},
+		{name: "second block fails, nothing applied", diff: "<<<<<<< SEARCH\nfunc A() int {\n=======\nfunc Z() int {\n>>>>>>> REPLACE\n<<<<<<< SEARCH\nnope\n=======\nx\n>>>>>>> REPLACE", err: "block 2"},
+		{name: "unterminated", diff: "<<<<<<< SEARCH\nfunc A() int {\n=======\nx\n", err: "unterminated"},
+		{name: "no block", diff: "just text", err: "text outside"},
+		{name: "empty search", diff: "<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE", err: "SEARCH section is empty"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, _, err := applyDiff(file, tc.diff)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got, "got %q, want %q", got, tc.want)
+		})
+	}
+}
+
+func TestApplyDiffKeepsCRLF(t *testing.T) {
+	t.Parallel()
+	got, _, err := applyDiff("a\r\nb\r\n", "<<<<<<< SEARCH\nb\n=======\nc\n>>>>>>> REPLACE")
+	require.NoError(t, err)
+	require.Equal(t, "a\r\nc\r\n", got)
+}
+
+func TestCommandPolicy(t *testing.T) {
+	t.Parallel()
+	p := CommandPolicy{
+		Allow: []string{"go test", "go build", "ls", "git status", "git push --dry-run", "echo"},
+		Deny:  []string{"git push", "rm -rf"},
+	}
+	cases := []struct {
+		cmd string
+		ok  bool
+	}{
+		{"go test ./...", true},
+		{"go test ./... 2>&1 | head -50", false}, // head is not allowed
+		{"go build ./... && go test ./...", true},
+		{"GOFLAGS=-mod=mod go test ./...", true},
+		{"go vet ./...", false},
+		{"gotest", false},
+		{"git push origin main", false},
+		{"git push --dry-run origin", true}, // a longer allow prefix wins
+		{"ls; rm -rf /", false},
+		{"echo 'a; rm -rf /'", true}, // quoted: one command
+		{"echo $(rm -rf /)", false},
+		{"echo `id`", false},
+		{"echo $((1+2))", true},
+		{"echo $(( $(id) ))", false},
+		{"", false},
+	}
+	for _, tc := range cases {
+		err := p.Check(tc.cmd)
+		require.Equal(t, tc.ok, err == nil, "command %q: got err %v", tc.cmd, err)
+	}
+	require.NoError(t, CommandPolicy{}.Check("anything $(goes)"))
+	star := CommandPolicy{Allow: []string{"*"}, Deny: []string{"git push"}}
+	require.NoError(t, star.Check("make all"))
+	require.Error(t, star.Check("git push"))
+}
+
+func TestParseArguments(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		raw string
+		ok  bool
+	}{
+		{`{"path": "a"}`, true},
+		{`  {"path": "a"}  `, true},
+		{``, true},
+		{`{"path": "a"`, false},
+		{`{"path": "a"}extra`, false},
+		{`{"path": "a"}}`, false},
+		{`{"path": "a"} {"path": "b"}`, false},
+		{`["path"]`, false},
+		{`"path"`, false},
+		{`{"content": "Line 1` + "\n" + `Line 2"}`, false}, // an unescaped newline
+	}
+	for _, tc := range cases {
+		_, err := parseArguments(tc.raw)
+		require.Equal(t, tc.ok, err == nil, "arguments %q: got err %v", tc.raw, err)
+	}
+	require.Equal(t, canonicalArgs(`{"b":1, "a":2}`), canonicalArgs(`{"a":2,"b":1}`))
+}
+
+func TestCheckParams(t *testing.T) {
+	t.Parallel()
+	spec, _ := specByName(ToolReadFile)
+	a, err := checkParams(spec, map[string]any{"path": "a", "start_line": "3"})
+	require.NoError(t, err)
+	require.Equal(t, 3, a.num["start_line"])
+	_, err = checkParams(spec, map[string]any{"path": "a", "start_line": 1.5})
+	require.ErrorContains(t, err, "must be an integer")
+	_, err = checkParams(spec, map[string]any{"path": "a", "lines": 3})
+	require.ErrorContains(t, err, "unknown parameter \"lines\"")
+	todo, _ := specByName(ToolUpdateTodoList)
+	_, err = checkParams(todo, map[string]any{"todos": []any{map[string]any{"id": "1", "content": "x", "status": "done"}}})
+	require.ErrorContains(t, err, "status must be pending, in_progress or completed")
+	_, err = checkParams(todo, map[string]any{"todos": "- [ ] x"})
+	require.ErrorContains(t, err, "must be an array")
+}
+
+func TestHeadTail(t *testing.T) {
+	t.Parallel()
+	h := newHeadTail(100)
+	for i := range 1000 {
+		_, _ = h.Write([]byte{byte('a' + i%26)})
+	}
+	got := h.String()
+	require.True(t, strings.HasPrefix(got, "abcdefghij"))
+	require.Contains(t, got, "[900 bytes omitted]")
+	require.True(t, strings.HasSuffix(got, "fghijkl"), got) // byte 999 is 'l'
+	small := newHeadTail(100)
+	_, _ = small.Write([]byte("short"))
+	require.Equal(t, "short", small.String())
+}
+
+func TestResolveInRoot(t *testing.T) {
+	t.Parallel()
+	root, err := realDir(t.TempDir())
+	require.NoError(t, err)
+	outside := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "a/b"), 0o755))
+	require.NoError(t, os.Symlink(outside, filepath.Join(root, "out")))
+	require.NoError(t, os.Symlink(filepath.Join(root, "a"), filepath.Join(root, "in")))
+	cases := []struct {
+		path, want, err string
+	}{
+		{".", root, ""},
+		{"a/b/new/file.go", filepath.Join(root, "a/b/new/file.go"), ""},
+		{"a/../x", filepath.Join(root, "x"), ""},
+		{"in/b", filepath.Join(root, "a/b"), ""},
+		{"..", "", "leaves the worktree"},
+		{"a/../../x", "", "leaves the worktree"},
+		{"/tmp/x", "", "absolute"},
+		{"~/x", "", "home-relative"},
+		{"out/x", "", "outside the worktree"},
+		{"out", "", "outside the worktree"},
+		{"", "", "must not be empty"},
+	}
+	for _, tc := range cases {
+		got, _, err := resolveInRoot(root, tc.path)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, "path %q", tc.path)
+			continue
+		}
+		require.NoError(t, err, "path %q", tc.path)
+		require.Equal(t, tc.want, got, "path %q", tc.path)
+	}
+}
+
+func TestRepairHistory(t *testing.T) {
+	t.Parallel()
+	api := []APIMessage{
+		{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "task"}}},
+		{Role: RoleAssistant, Content: []Block{{Type: BlockToolUse, ID: "a"}, {Type: BlockToolUse, ID: "b"}}},
+		{Role: RoleUser, Content: []Block{{Type: BlockToolResult, ToolUseID: "b"}}},
+		{Role: RoleAssistant, Content: []Block{{Type: BlockToolUse, ID: "c"}}},
+	}
+	require.Equal(t, 2, repairHistory(&api))
+	require.Len(t, api, 5)
+	require.Equal(t, []string{"a", "b"}, []string{api[2].Content[0].ToolUseID, api[2].Content[1].ToolUseID}, "results follow the tool_use order")
+	require.Equal(t, "c", api[4].Content[0].ToolUseID)
+	require.True(t, strings.HasPrefix(api[4].Content[0].Content, "interrupted"))
+	require.Equal(t, 0, repairHistory(&api))
+}
+
+func TestFrontMatter(t *testing.T) {
+	t.Parallel()
+	fm, err := frontMatter("---\nname: x\ndescription: |\n  line one\n  line two\nother: 'it''s'\n---\nbody")
+	require.NoError(t, err)
+	require.Equal(t, "line one\nline two", fm["description"])
+	require.Equal(t, "it's", fm["other"])
+	_, err = frontMatter("---\nname: x\n")
+	require.ErrorContains(t, err, "not closed")
+}
