@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 )
 
@@ -419,5 +418,3 @@ func shorten(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-func joinLines(lines []string) string { return strings.Join(lines, "\n") }

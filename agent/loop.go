@@ -183,7 +183,7 @@ func (c *conv) turn(ctx context.Context) (*ending, error) {
 	resultsAt := len(c.rec.API) - 1
 	turnFailed := false
 	var end *ending
-	for i, call := range calls {
+	for _, call := range calls {
 		if end != nil {
 			c.addResult(resultsAt, Block{Type: BlockToolResult, ToolUseID: call.ID,
 				Content: fmt.Sprintf("Not executed: the conversation ended (%s) before this call.", end.reason)})
@@ -206,7 +206,6 @@ func (c *conv) turn(ctx context.Context) (*ending, error) {
 		if out.end != nil {
 			end = out.end
 		}
-		_ = i
 	}
 	if err := c.save(ctx); err != nil {
 		return nil, err

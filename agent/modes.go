@@ -143,12 +143,3 @@ func modeSlugs(modes map[string]Mode) []string {
 	sort.Strings(out)
 	return out
 }
-
-func hasGroup(m Mode, g string) bool {
-	for _, x := range m.Groups {
-		if x == g {
-			return true
-		}
-	}
-	return false
-}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -87,8 +88,10 @@ func (m multi) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// headTail keeps the first and last limit/2 bytes written to it.
+// headTail keeps the first and last limit/2 bytes written to it. It is
+// safe for concurrent writes (stdout and stderr share one).
 type headTail struct {
+	mu    sync.Mutex
 	limit int
 	head  []byte
 	tail  []byte // ring buffer
@@ -104,6 +107,8 @@ func newHeadTail(limit int) *headTail {
 }
 
 func (h *headTail) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	n := len(p)
 	h.total += int64(n)
 	half := h.limit / 2
@@ -128,6 +133,8 @@ func (h *headTail) Write(p []byte) (int, error) {
 }
 
 func (h *headTail) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	tail := append(append([]byte{}, h.tail[h.pos:]...), h.tail[:h.pos]...)
 	kept := int64(len(h.head) + len(tail))
 	if h.total <= kept {
