@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/taskloom/taskloom/llm"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -59,8 +60,12 @@ type Opts struct {
 	// attempt with its subtasks); zero means no bound.
 	MaxTokens  int
 	MaxCostUSD float64
-	// Pricing prices the tokens; zero prices count tokens only.
+	// Pricing prices the tokens. When it is zero, Model's list price
+	// (llm.PriceOf) is used; unknown models count tokens only.
 	Pricing Pricing
+	// Model is the model spec or name, for pricing (for example
+	// "anthropic:claude-sonnet-4-5").
+	Model string
 	// CommandPolicy filters execute_command.
 	CommandPolicy CommandPolicy
 	// CommandTimeout is execute_command's default timeout (default 2m);
@@ -136,6 +141,11 @@ func (o *Opts) withDefaults() Opts {
 	}
 	if r.MaxSubtaskDepth <= 0 {
 		r.MaxSubtaskDepth = 3
+	}
+	if r.Pricing == (Pricing{}) && r.Model != "" {
+		if p, ok := llm.PriceOf(r.Model); ok {
+			r.Pricing = Pricing{InputPerMTok: p.InputPerMTok, OutputPerMTok: p.OutputPerMTok}
+		}
 	}
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.DiscardHandler)
@@ -239,11 +249,20 @@ type Result struct {
 // it ended with ReasonCancelled (wrapping the context's error) or
 // ReasonError, or could not start.
 func (a *Agent) Run(ctx context.Context, req Request) (*Result, error) {
+	return a.run(ctx, req, false)
+}
+
+// run starts a conversation; with replace, a stored one of the same ID is
+// overwritten.
+func (a *Agent) run(ctx context.Context, req Request, replace bool) (*Result, error) {
 	if req.ID == "" {
 		return nil, errors.New("run agent: empty conversation id")
 	}
 	if _, err := a.store.Load(ctx, req.ID); err == nil {
-		return nil, fmt.Errorf("run agent %s: %w", req.ID, ErrExists)
+		if !replace {
+			return nil, fmt.Errorf("run agent %s: %w", req.ID, ErrExists)
+		}
+		a.log.WarnContext(ctx, "starting a stored conversation over", slog.String("conversation_id", req.ID))
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("run agent %s: %w", req.ID, err)
 	}

@@ -223,3 +223,13 @@ func TestFrontMatter(t *testing.T) {
 	_, err = frontMatter("---\nname: x\n")
 	require.ErrorContains(t, err, "not closed")
 }
+
+func TestPricingFromModel(t *testing.T) {
+	t.Parallel()
+	o := (&Opts{Model: "anthropic:claude-sonnet-4-5"}).withDefaults()
+	require.Equal(t, Pricing{InputPerMTok: 3, OutputPerMTok: 15}, o.Pricing)
+	o = (&Opts{Model: "scripted:x.json"}).withDefaults()
+	require.Equal(t, Pricing{}, o.Pricing)
+	o = (&Opts{Model: "openai:gpt-4o", Pricing: Pricing{InputPerMTok: 1}}).withDefaults()
+	require.Equal(t, Pricing{InputPerMTok: 1}, o.Pricing)
+}

@@ -292,15 +292,15 @@ func (c *conv) stop(ctx context.Context, r Reason, detail string, err error) (*R
 // resume continues rec: its pending subtask first, then repair, then the
 // loop.
 func (a *Agent) resume(ctx context.Context, rec *Record, ro *ResumeOpts, b *budget) (*Result, error) {
+	if rec.Meta.Status == StatusCompleted {
+		return a.resultOf(ctx, rec)
+	}
 	if ro.Worktree != "" {
 		rec.Meta.Worktree = ro.Worktree
 	}
 	c, err := a.newConv(ctx, rec, b)
 	if err != nil {
 		return nil, fmt.Errorf("resume agent: %w", err)
-	}
-	if rec.Meta.Status == StatusCompleted {
-		return a.resultOf(ctx, rec)
 	}
 	a.log.InfoContext(ctx, "resume agent conversation", c.logAttrs(slog.String("status", rec.Meta.Status))...)
 

@@ -52,6 +52,11 @@ type Job struct {
 	// ConversationID overrides the agent worker's conversation ID, which is
 	// otherwise ConversationID(RunID, Task.ID, Attempt, Iteration).
 	ConversationID string `json:"conversation_id,omitempty"`
+	// Restart says the worktree was created anew for this call (after a
+	// crash, say): a stored conversation of this attempt no longer matches
+	// the files, so the agent worker starts it over under the same ID
+	// instead of resuming it.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // OutcomeStatus is what a worker reports about its attempt.
@@ -182,8 +187,9 @@ func NewAgentWorker(a *Agent, opts *AgentWorkerOpts) *AgentWorker {
 // conversation ID: a conversation that exists already is resumed when it
 // was interrupted (active, waiting for a subtask, cancelled or failed), is
 // answered with the job's ReviewerNote when it asked a question, and is
-// otherwise returned as it ended. Give a new try of the same attempt
-// number its own Job.ConversationID.
+// otherwise returned as it ended. With Job.Restart it is started over
+// instead. Give a new try of the same attempt number its own
+// Job.ConversationID.
 func (w *AgentWorker) Implement(ctx context.Context, job Job) (Outcome, error) {
 	id := job.ConversationID
 	if id == "" {
@@ -194,8 +200,8 @@ func (w *AgentWorker) Implement(ctx context.Context, job Job) (Outcome, error) {
 	var err error
 	rec, lerr := w.agent.store.Load(ctx, id)
 	switch {
-	case errors.Is(lerr, ErrNotFound):
-		res, err = w.agent.Run(ctx, Request{ID: id, Task: BuildPrompt(job), Worktree: job.Worktree, Mode: w.opts.Mode})
+	case errors.Is(lerr, ErrNotFound) || (lerr == nil && job.Restart):
+		res, err = w.agent.run(ctx, Request{ID: id, Task: BuildPrompt(job), Worktree: job.Worktree, Mode: w.opts.Mode}, job.Restart)
 	case lerr != nil:
 		return Outcome{Status: OutcomeIncomplete, ConversationID: id, Detail: lerr.Error()}, fmt.Errorf("agent worker: %w", lerr)
 	default:

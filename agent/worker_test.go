@@ -320,3 +320,46 @@ func TestRalphMaxIterations(t *testing.T) {
 	_, err = agent.NewRalph(inner, agent.RalphOpts{})
 	require.ErrorContains(t, err, "TestsPassFunc")
 }
+
+func TestAgentWorkerResumesOrRestartsAnInterruptedAttempt(t *testing.T) {
+	t.Parallel()
+	const script = `{"conversations": [{"match": "Task: T1", "replies": [
+	  {"tool_calls": [{"name": "write_to_file", "arguments": {"path": "greet.go", "content": "package greet\n"}}]},
+	  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "done"}}]}]}]}`
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			t.Parallel()
+			m := scripted(t, script)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			m.cancelAt, m.cancel = 2, cancel // killed before the second turn
+			store := agent.NewMemoryStore()
+			a, err := agent.New(m, store, &agent.Opts{Skills: &agent.SkillsOpts{NoGlobal: true}})
+			require.NoError(t, err)
+			w := agent.NewAgentWorker(a, nil)
+			j := job(t)
+			_, err = w.Implement(ctx, j)
+			require.ErrorIs(t, err, context.Canceled)
+
+			if restart {
+				// The pipeline recreated the worktree: greet.go is gone.
+				require.NoError(t, os.Remove(filepath.Join(j.Worktree, "greet.go")))
+			}
+			j.Restart = restart
+			out, err := w.Implement(context.Background(), j)
+			require.NoError(t, err)
+			require.Equal(t, agent.OutcomeDone, out.Status, out.Detail)
+			require.Equal(t, "package greet\n", readFile(t, filepath.Join(j.Worktree, "greet.go")))
+			rec, err := store.Load(context.Background(), "run-1/T1/1")
+			require.NoError(t, err)
+			if restart {
+				require.Equal(t, 4, m.calls(), "started over: two more calls")
+				require.Equal(t, 2, rec.Meta.Turns)
+			} else {
+				require.Equal(t, 3, m.calls(), "resumed: one more call")
+				require.Equal(t, 2, rec.Meta.Turns)
+				require.Equal(t, 2, out.Usage.Calls)
+			}
+		})
+	}
+}
