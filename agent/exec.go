@@ -262,7 +262,7 @@ func (c *conv) listFiles(abs, rel string, recursive bool) callOutcome {
 		if d.IsDir() && d.Name() == ".git" {
 			return filepath.SkipDir
 		}
-		r, _ := filepath.Rel(abs, p)
+		r, _ := filepath.Rel(c.root, p)
 		r = filepath.ToSlash(r)
 		if d.IsDir() {
 			r += "/"

@@ -1,12 +1,16 @@
 package agent
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/taskloom/taskloom/llm"
+	"github.com/tmc/langchaingo/llms"
 )
 
 func TestApplyDiff(t *testing.T) {
@@ -232,4 +236,46 @@ func TestPricingFromModel(t *testing.T) {
 	require.Equal(t, Pricing{}, o.Pricing)
 	o = (&Opts{Model: "openai:gpt-4o", Pricing: Pricing{InputPerMTok: 1}}).withDefaults()
 	require.Equal(t, Pricing{InputPerMTok: 1}, o.Pricing)
+}
+
+func TestCondenseNeverSplitsToolPairs(t *testing.T) {
+	t.Parallel()
+	script, err := llm.ParseScript([]byte(`{"conversations": [{"match": ".", "replies": [{"content": "summary"}]}]}`))
+	require.NoError(t, err)
+	for turns := 1; turns <= 6; turns++ {
+		for keep := 1; keep <= 3; keep++ {
+			a, err := New(llm.NewScripted(script), NewMemoryStore(), &Opts{KeepRecentTurns: keep, Skills: &SkillsOpts{NoGlobal: true}})
+			require.NoError(t, err)
+			rec := a.newRecord("c", "the task", ModeCode, t.TempDir(), nil)
+			for i := range turns {
+				var uses, results []Block
+				for j := range i%3 + 1 {
+					id := fmt.Sprintf("t%d_%d", i, j)
+					uses = append(uses, Block{Type: BlockToolUse, ID: id, Name: ToolReadFile, Input: []byte(`{"path":"a"}`)})
+					results = append(results, Block{Type: BlockToolResult, ToolUseID: id, Content: strings.Repeat("x", 100)})
+				}
+				rec.API = append(rec.API, APIMessage{Role: RoleAssistant, Content: uses}, APIMessage{Role: RoleUser, Content: results})
+			}
+			c, err := a.newConv(context.Background(), rec, &budget{})
+			require.NoError(t, err)
+			for round := range 2 {
+				require.NoError(t, c.condense(context.Background(), 1, 0))
+				calls, answered := map[string]bool{}, map[string]bool{}
+				msgs := c.request()
+				for _, m := range msgs {
+					for _, p := range m.Parts {
+						switch p := p.(type) {
+						case llms.ToolCall:
+							calls[p.ID] = true
+						case llms.ToolCallResponse:
+							require.True(t, calls[p.ToolCallID], "turns %d keep %d round %d: response %s without its call", turns, keep, round, p.ToolCallID)
+							answered[p.ToolCallID] = true
+						}
+					}
+				}
+				require.Equal(t, calls, answered, "turns %d keep %d round %d", turns, keep, round)
+				require.Equal(t, "the task", msgs[1].Parts[0].(llms.TextContent).Text, "the task stays first")
+			}
+		}
+	}
 }

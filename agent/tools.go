@@ -64,7 +64,7 @@ var toolSpecs = []toolSpec{
 	},
 	{
 		name: ToolListFiles, pathParam: "path",
-		desc: "List the files and folders in a folder (folders end with /). Set recursive to list the whole subtree. The .git folder is not listed.",
+		desc: "List the files and folders in a folder, as paths relative to the worktree (folders end with /, symlinks with @). Set recursive to list the whole subtree. The .git folder is not listed.",
 		params: []param{
 			{"path", kindString, true, "Folder path relative to the worktree; \".\" is the worktree itself."},
 			{"recursive", kindBool, false, "List recursively."},
