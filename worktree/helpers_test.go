@@ -1,0 +1,130 @@
+package worktree_test
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/worktree"
+)
+
+// gitEnv runs the tests' own git commands with an identity and no
+// inherited repository.
+func gitEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GIT_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com", "GIT_CONFIG_NOSYSTEM=1")
+}
+
+func gitT(tb testing.TB, dir string, args ...string) string {
+	tb.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = gitEnv()
+	out, err := cmd.CombinedOutput()
+	require.NoError(tb, err, "git %s: %s", strings.Join(args, " "), out)
+	return strings.TrimSpace(string(out))
+}
+
+func write(tb testing.TB, dir, rel, content string) {
+	tb.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	require.NoError(tb, os.MkdirAll(filepath.Dir(p), 0o755))
+	require.NoError(tb, os.WriteFile(p, []byte(content), 0o644))
+}
+
+func read(tb testing.TB, dir, rel string) string {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	require.NoError(tb, err)
+	return string(data)
+}
+
+// setup makes a repository in a fresh folder named name with files
+// committed on main, and returns its path.
+func setup(tb testing.TB, name string, files map[string]string) string {
+	tb.Helper()
+	repo := filepath.Join(tb.TempDir(), name)
+	require.NoError(tb, os.MkdirAll(repo, 0o755))
+	gitT(tb, repo, "init", "-q", "-b", "main")
+	gitT(tb, repo, "config", "gc.auto", "0")
+	for rel, content := range files {
+		write(tb, repo, rel, content)
+	}
+	gitT(tb, repo, "add", "-A")
+	gitT(tb, repo, "commit", "-q", "-m", "initial")
+	return repo
+}
+
+func open(tb testing.TB, repo string, opts *worktree.Opts) *worktree.Manager {
+	tb.Helper()
+	m, err := worktree.Open(context.Background(), repo, opts)
+	require.NoError(tb, err)
+	return m
+}
+
+// snapshot is a checkout's state: the ref it has checked out, its HEAD, its
+// index, its status and every file outside .git and .taskloom, byte for
+// byte.
+func snapshot(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
+	snap := map[string]string{
+		"@HEAD":   gitT(tb, dir, "rev-parse", "HEAD"),
+		"@ref":    gitT(tb, dir, "symbolic-ref", "-q", "HEAD"),
+		"@index":  gitT(tb, dir, "ls-files", "-s"),
+		"@status": gitT(tb, dir, "status", "--porcelain", "--untracked-files=all"),
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && (rel == ".git" || rel == ".taskloom") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			snap[filepath.ToSlash(rel)] = string(data)
+		}
+		return nil
+	})
+	require.NoError(tb, err)
+	return snap
+}
+
+// trailers lists the Taskloom-Task trailers in ref's history, newest first.
+func trailers(tb testing.TB, repo, ref string) []string {
+	tb.Helper()
+	out := gitT(tb, repo, "log", "--format=%(trailers:key=Taskloom-Task,valueonly,separator=%x2C)", ref)
+	var list []string
+	for line := range strings.SplitSeq(out, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			list = append(list, line)
+		}
+	}
+	return list
+}
+
+// committedFiles lists the files a commit changed.
+func committedFiles(tb testing.TB, repo, commit string) []string {
+	tb.Helper()
+	out := gitT(tb, repo, "-c", "core.quotePath=false", "show", "--format=", "--name-only", commit)
+	if out == "" {
+		return nil
+	}
+	return strings.Split(out, "\n")
+}

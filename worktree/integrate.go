@@ -1,0 +1,358 @@
+package worktree
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Outcome says what Integrate did.
+type Outcome string
+
+// Outcomes of Integrate.
+const (
+	// Integrated: main now carries the attempt's commit.
+	Integrated Outcome = "integrated"
+	// AlreadyIntegrated: main's history already had the attempt's trailer;
+	// nothing changed.
+	AlreadyIntegrated Outcome = "already_integrated"
+	// NothingToIntegrate: the attempt has no commit (the worker changed
+	// nothing); nothing changed.
+	NothingToIntegrate Outcome = "nothing_to_integrate"
+)
+
+// Result reports one integration.
+type Result struct {
+	Outcome Outcome
+	// Commit is main's commit that carries the attempt (for Integrated and
+	// AlreadyIntegrated).
+	Commit string
+	// Main is main's head after the call.
+	Main string
+	// FastForward is true when the attempt's own commit became main's head
+	// because main had not moved since the attempt started.
+	FastForward bool
+}
+
+// ConflictError says that an attempt conflicts with main. Main was not
+// changed.
+type ConflictError struct {
+	Attempt string   // RUN/TASK/ATTEMPT
+	Files   []string // the conflicting paths, sorted
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("integrate %s: conflicts with main in %s", e.Attempt, shortList(e.Files))
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// maxRaces bounds how often Integrate starts over because main moved, or
+// its checkout was locked, while it worked.
+const maxRaces = 10
+
+// Integrate brings a committed attempt onto main, exactly once.
+//
+// It first looks for the attempt's trailer in main's history and returns
+// AlreadyIntegrated when it is there. Otherwise it computes the result with
+// `git merge-tree --write-tree`, which touches no working tree and no ref: a
+// conflict returns a *ConflictError and main is left as it was. The new
+// commit is a cherry-pick of the attempt's commit, made with
+// `git commit-tree` (or the attempt's commit itself when main has not moved
+// since the attempt started). Main then moves to it by compare-and-swap:
+// `git update-ref` when main is checked out nowhere, `git merge --ff-only`
+// in the worktree that has it checked out otherwise, so that checkout's
+// files follow. If main moved meanwhile (another process), Integrate starts
+// over. If that checkout has local changes in the way, it returns a
+// *DirtyError and main is unchanged.
+//
+// Calls are serialized within the Manager by a mutex and across processes
+// by an flock on <git common dir>/taskloom-integrate.lock, which the kernel
+// releases if its holder dies.
+func (m *Manager) Integrate(ctx context.Context, w *Worktree) (Result, error) {
+	m.integrateMu.Lock()
+	defer m.integrateMu.Unlock()
+	unlock, err := lockFile(ctx, filepath.Join(m.commonDir, "taskloom-integrate.lock"))
+	if err != nil {
+		return Result{}, fmt.Errorf("integrate %s: %w", w.ID(), err)
+	}
+	defer unlock()
+	for try := 1; try <= maxRaces; try++ {
+		res, raced, err := m.integrateOnce(ctx, w)
+		if err != nil || !raced {
+			return res, err
+		}
+		m.logger.InfoContext(ctx, "main moved or was locked during integration, starting over",
+			slog.String("attempt", w.ID()), slog.Int("try", try))
+		t := time.NewTimer(time.Duration(try) * 10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Result{}, fmt.Errorf("integrate %s: %w", w.ID(), ctx.Err())
+		case <-t.C:
+		}
+	}
+	return Result{}, fmt.Errorf("integrate %s: main kept moving under %d tries", w.ID(), maxRaces)
+}
+
+func (m *Manager) integrateOnce(ctx context.Context, w *Worktree) (res Result, raced bool, err error) {
+	old, err := m.git(ctx, m.root, "rev-parse", "--verify", m.mainRef+"^{commit}")
+	if err != nil {
+		return Result{}, false, fmt.Errorf("integrate %s: %w", w.ID(), err)
+	}
+	if sha, ok, err := m.findIntegrated(ctx, old, w.ID()); err != nil {
+		return Result{}, false, fmt.Errorf("integrate %s: %w", w.ID(), err)
+	} else if ok {
+		m.logger.InfoContext(ctx, "attempt already integrated", slog.String("attempt", w.ID()), slog.String("commit", sha))
+		return Result{Outcome: AlreadyIntegrated, Commit: sha, Main: old}, false, nil
+	}
+	tip, err := m.branchTip(ctx, w)
+	if err != nil {
+		return Result{}, false, fmt.Errorf("integrate %s: %w", w.ID(), err)
+	}
+	if !tip.committed {
+		if _, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", tip.sha, old); err != nil {
+			return Result{}, false, fmt.Errorf("integrate %s: the branch has changes that Commit did not make: commit them first", w.ID())
+		}
+		return Result{Outcome: NothingToIntegrate, Main: old}, false, nil
+	}
+
+	next, ff := tip.sha, tip.parent == old
+	if !ff {
+		tree, err := m.mergeTree(ctx, w, old, tip)
+		if err != nil {
+			return Result{}, false, err
+		}
+		next, err = m.commitTree(ctx, tree, old, tip)
+		if err != nil {
+			return Result{}, false, fmt.Errorf("integrate %s: %w", w.ID(), err)
+		}
+	}
+	raced, err = m.advanceMain(ctx, w, old, next)
+	if err != nil || raced {
+		return Result{}, raced, err
+	}
+	m.integrated[w.ID()] = next
+	m.scanned = next
+	m.logger.InfoContext(ctx, "attempt integrated", slog.String("attempt", w.ID()),
+		slog.String("commit", next), slog.Bool("fast_forward", ff))
+	return Result{Outcome: Integrated, Commit: next, Main: next, FastForward: ff}, false, nil
+}
+
+// mergeTree cherry-picks tip onto main's head old in memory and returns the
+// resulting tree, or a *ConflictError.
+func (m *Manager) mergeTree(ctx context.Context, w *Worktree, old string, tip branchTip) (string, error) {
+	args := []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages"}
+	if m.mergeBase {
+		args = append(args, "--merge-base="+tip.parent)
+	} else if _, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", tip.parent, old); err != nil {
+		// Without --merge-base (git < 2.40) git merges from the common
+		// ancestor, which is the attempt's start only if main still has it.
+		return "", fmt.Errorf("integrate %s: main no longer contains the commit the attempt started from (was it reset?)", w.ID())
+	}
+	args = append(args, old, tip.sha)
+	out, err := m.run(ctx, gitCmd{dir: m.root, args: args})
+	fields := splitZ(out)
+	switch {
+	case err == nil && len(fields) > 0:
+		return fields[0], nil
+	case exitCode(err) == 1 && len(fields) > 0:
+		files := slices.Compact(slices.Sorted(slices.Values(fields[1:])))
+		m.logger.InfoContext(ctx, "attempt conflicts with main", slog.String("attempt", w.ID()),
+			slog.Any("files", files))
+		return "", &ConflictError{Attempt: w.ID(), Files: files}
+	case err == nil:
+		err = errors.New("no tree in merge-tree output")
+	}
+	return "", fmt.Errorf("integrate %s: %w", w.ID(), err)
+}
+
+// commitTree makes the cherry-picked commit: tree on top of parent, with
+// tip's message and author, and taskloom as committer.
+func (m *Manager) commitTree(ctx context.Context, tree, parent string, tip branchTip) (string, error) {
+	out, err := m.run(ctx, gitCmd{
+		dir:   m.root,
+		args:  []string{"commit-tree", "--no-gpg-sign", tree, "-p", parent, "-F", "-"},
+		stdin: tip.message,
+		env: []string{
+			"GIT_AUTHOR_NAME=" + tip.authorName,
+			"GIT_AUTHOR_EMAIL=" + tip.authorEmail,
+			"GIT_AUTHOR_DATE=" + tip.authorDate,
+		},
+	})
+	return strings.TrimSpace(out), err
+}
+
+// advanceMain moves main from old to next, which descends from old. raced
+// is true when main was no longer at old.
+func (m *Manager) advanceMain(ctx context.Context, w *Worktree, old, next string) (raced bool, err error) {
+	checkout, err := m.mainCheckout(ctx)
+	if err != nil {
+		return false, fmt.Errorf("integrate %s: %w", w.ID(), err)
+	}
+	var moveErr error
+	if checkout == "" {
+		_, moveErr = m.git(ctx, m.root, "update-ref", "-m", "taskloom: integrate "+w.ID(), m.mainRef, next, old)
+	} else {
+		_, moveErr = m.git(ctx, checkout, "-c", "gc.auto=0", "merge", "-q", "--ff-only", "--no-stat", next)
+	}
+	if moveErr == nil {
+		return false, nil
+	}
+	now, err := m.git(ctx, m.root, "rev-parse", "--verify", m.mainRef+"^{commit}")
+	if err != nil {
+		return false, fmt.Errorf("integrate %s: %w", w.ID(), err)
+	}
+	if now != old || strings.Contains(moveErr.Error(), "index.lock") {
+		return true, nil // another process moved main, or is busy in its checkout
+	}
+	if checkout != "" {
+		return false, fmt.Errorf("integrate %s: %w", w.ID(), dirtyError(checkout, m.mainBranch, moveErr))
+	}
+	return false, fmt.Errorf("integrate %s: %w", w.ID(), moveErr)
+}
+
+// branchTip describes the head of an attempt's branch.
+type branchTip struct {
+	sha, parent string
+	// committed: the head is the attempt's own commit (it carries the
+	// attempt's trailer and has one parent).
+	committed                           bool
+	authorName, authorEmail, authorDate string
+	message                             string
+}
+
+func (m *Manager) branchTip(ctx context.Context, w *Worktree) (branchTip, error) {
+	ref := "refs/heads/" + w.Branch
+	out, err := m.run(ctx, gitCmd{dir: m.root, args: []string{"log", "-1", "--date=raw",
+		"--format=%H%x00%P%x00%an%x00%ae%x00%ad%x00%(trailers:key=" + TrailerKey + ",valueonly,separator=%x01)%x00%B",
+		ref, "--"}})
+	if err != nil {
+		if !m.branchExists(ctx, w.Branch) {
+			return branchTip{}, fmt.Errorf("branch %s: %w", w.Branch, ErrNotFound)
+		}
+		return branchTip{}, err
+	}
+	f := strings.SplitN(out, "\x00", 7)
+	if len(f) != 7 {
+		return branchTip{}, fmt.Errorf("branch %s: unexpected log output", w.Branch)
+	}
+	t := branchTip{sha: f[0], authorName: f[2], authorEmail: f[3], authorDate: f[4], message: f[6]}
+	parents := strings.Fields(f[1])
+	if len(parents) == 1 {
+		t.parent = parents[0]
+		t.committed = slices.Contains(strings.Split(strings.TrimSpace(f[5]), "\x01"), w.ID())
+	}
+	return t, nil
+}
+
+// findIntegrated looks for the attempt's trailer in the history of main's
+// head. It walks main's whole history once per Manager, then only what is
+// new. The caller holds integrateMu.
+func (m *Manager) findIntegrated(ctx context.Context, head, id string) (string, bool, error) {
+	if sha, ok := m.integrated[id]; ok {
+		// Main may have been reset since: check it still has the commit.
+		if _, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", sha, head); err == nil {
+			return sha, true, nil
+		}
+		delete(m.integrated, id)
+	}
+	if head == m.scanned {
+		return "", false, nil
+	}
+	rng := head
+	if m.scanned != "" {
+		rng = m.scanned + ".." + head
+	}
+	out, err := m.git(ctx, m.root, "log", "--fixed-strings", "--grep="+TrailerKey+":",
+		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x00)%x01", rng, "--")
+	if err != nil && m.scanned != "" {
+		m.scanned = "" // the last scanned head may be gone: walk it all
+		return m.findIntegrated(ctx, head, id)
+	}
+	if err != nil {
+		return "", false, err
+	}
+	for rec := range strings.SplitSeq(out, "\x01") {
+		f := strings.Split(strings.TrimSpace(rec), "\x00")
+		for _, v := range f[1:] {
+			if v = strings.TrimSpace(v); v != "" {
+				if _, seen := m.integrated[v]; !seen {
+					m.integrated[v] = f[0]
+				}
+			}
+		}
+	}
+	m.scanned = head
+	sha, ok := m.integrated[id]
+	return sha, ok, nil
+}
+
+// Integration is the outcome of one attempt in IntegrateAll.
+type Integration struct {
+	Worktree *Worktree
+	Result   Result
+	Err      error
+}
+
+// IntegrateAll integrates several finished attempts one after the other, in
+// a deterministic order whatever order they finished in: by the position of
+// their task in taskOrder (the caller's selection order), tasks not listed
+// last, then by task ID, run and attempt. A conflict or error on one
+// attempt does not stop the others. The results come in integration order.
+func (m *Manager) IntegrateAll(ctx context.Context, ws []*Worktree, taskOrder []string) []Integration {
+	pos := make(map[string]int, len(taskOrder))
+	for i, id := range taskOrder {
+		if _, dup := pos[id]; !dup {
+			pos[id] = i
+		}
+	}
+	rank := func(w *Worktree) int {
+		if p, ok := pos[w.TaskID]; ok {
+			return p
+		}
+		return len(taskOrder)
+	}
+	sorted := slices.Clone(ws)
+	slices.SortStableFunc(sorted, func(a, b *Worktree) int {
+		return cmp.Or(
+			cmp.Compare(rank(a), rank(b)),
+			strings.Compare(a.TaskID, b.TaskID),
+			strings.Compare(a.Run, b.Run),
+			cmp.Compare(a.Attempt, b.Attempt),
+		)
+	})
+	out := make([]Integration, len(sorted))
+	for i, w := range sorted {
+		res, err := m.Integrate(ctx, w)
+		out[i] = Integration{Worktree: w, Result: res, Err: err}
+	}
+	return out
+}
+
+// dirtyError explains a refused fast-forward of main's checkout, with the
+// files git listed.
+func dirtyError(checkout, branch string, err error) *DirtyError {
+	e := &DirtyError{Path: checkout, Branch: branch}
+	msg := err.Error()
+	var ge *gitError
+	if errors.As(err, &ge) {
+		msg = ge.stderr
+	}
+	for line := range strings.SplitSeq(msg, "\n") {
+		switch {
+		case strings.HasPrefix(line, "\t"):
+			e.Files = append(e.Files, strings.TrimSpace(line))
+		case e.Detail == "" && strings.TrimSpace(line) != "":
+			e.Detail = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "error: "), ":")
+		}
+	}
+	return e
+}
