@@ -339,3 +339,27 @@ func TestFileStore(t *testing.T) {
 	require.ElementsMatch(t, []string{agent.APIHistoryFile, agent.TaskMetadataFile, agent.UIMessagesFile}, names, "no temporary files are left")
 	require.Equal(t, filepath.Join(dir, "run%2FT1%2F1"), s.Dir("run/T1/1"))
 }
+
+func TestSubtaskNeverSavedIsRestartedFromNewTask(t *testing.T) {
+	t.Parallel()
+	storeDir, wt := t.TempDir(), t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m1 := scripted(t, subtaskScript)
+	m1.cancelAt, m1.cancel = 2, cancel // killed at the child's first call
+	a1, err := agent.New(m1, agent.NewFileStore(storeDir), &agent.Opts{Skills: &agent.SkillsOpts{NoGlobal: true}})
+	require.NoError(t, err)
+	_, err = a1.Run(ctx, agent.Request{ID: "p", Task: "Orchestrate the work.", Worktree: wt, Mode: agent.ModeOrchestrator})
+	require.ErrorIs(t, err, context.Canceled)
+	// As if the process died between saving the parent and the child.
+	require.NoError(t, os.RemoveAll(agent.NewFileStore(storeDir).Dir("p.1")))
+
+	m2 := scripted(t, subtaskScript)
+	a2, err := agent.New(m2, agent.NewFileStore(storeDir), &agent.Opts{Skills: &agent.SkillsOpts{NoGlobal: true}})
+	require.NoError(t, err)
+	res, err := a2.Resume(context.Background(), "p", nil)
+	require.NoError(t, err)
+	require.Equal(t, agent.ReasonCompleted, res.Reason, res.Detail)
+	require.Equal(t, 4, m2.calls(), "the child ran from its start, then the parent went on")
+	require.Equal(t, "package b\n", readFile(t, filepath.Join(wt, "b.go")))
+}
