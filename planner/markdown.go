@@ -72,6 +72,8 @@ func (p *mdParser) add(format string, args ...any) {
 	p.issues = append(p.issues, Issue{Path: fmt.Sprintf("line %d", p.lineNo), Msg: fmt.Sprintf(format, args...)})
 }
 
+const markdownKeys = "user_story, priority, acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies, estimated_minutes"
+
 var listKeys = map[string]bool{
 	"acceptance_criteria": true, "files_to_create": true, "files_to_modify": true,
 	"test_files": true, "dependencies": true,
@@ -183,7 +185,7 @@ func (p *mdParser) taskLine(line string) {
 		}
 		t.EstimatedMinutes = &f
 	default:
-		p.add("unknown key %q in task %s (allowed: %s)", m[1], t.ID, strings.TrimPrefix(taskFields, "id, title, "))
+		p.add("unknown key %q in task %s (allowed: %s)", m[1], t.ID, markdownKeys)
 	}
 }
 

@@ -76,6 +76,53 @@ type keywordSet struct {
 	semantic, vague matcher
 	layerWords      map[string]layer
 	layerExts       map[string]layer
+	// byLayer holds each layer's words, for matching criteria to layers.
+	byLayer map[layer]map[string]bool
+	// cache memoizes layerOf and textHits memoizes hitsOf; a keywordSet
+	// belongs to one Build call.
+	cache    map[string]layer
+	textHits map[string]hits
+}
+
+// hits are the distinct semantic and vague keywords found in one text.
+type hits struct {
+	sem, vague []string
+}
+
+// hitsOf returns the keywords found in text, case-insensitively.
+func (ks *keywordSet) hitsOf(text string) hits {
+	if h, ok := ks.textHits[text]; ok {
+		return h
+	}
+	lower := strings.ToLower(text)
+	var h hits
+	h.sem = ks.semantic.findList(lower)
+	h.vague = ks.vague.findList(lower)
+	ks.textHits[text] = h
+	return h
+}
+
+func (m matcher) findList(text string) []string {
+	found := map[string]bool{}
+	m.find(text, found)
+	if len(found) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(found))
+	for k := range found {
+		out = append(out, k)
+	}
+	return out
+}
+
+// addNew appends the entries of add missing from both dst and skip.
+func addNew(dst []string, skip []string, add []string) []string {
+	for _, a := range add {
+		if !containsStr(dst, a) && !containsStr(skip, a) {
+			dst = append(dst, a)
+		}
+	}
+	return dst
 }
 
 // matcher matches whole words through a map and phrases as substrings.
@@ -113,7 +160,7 @@ func isWord(s string) bool {
 func (m matcher) find(text string, hits map[string]bool) {
 	if len(m.words) > 0 {
 		start := -1
-		for i, r := range text + " " {
+		for i, r := range text {
 			if unicode.IsLetter(r) || unicode.IsDigit(r) {
 				if start < 0 {
 					start = i
@@ -125,6 +172,11 @@ func (m matcher) find(text string, hits map[string]bool) {
 					hits[k] = true
 				}
 				start = -1
+			}
+		}
+		if start >= 0 {
+			if k, ok := m.words[text[start:]]; ok {
+				hits[k] = true
 			}
 		}
 	}
@@ -141,6 +193,9 @@ func newKeywordSet(kw Keywords) *keywordSet {
 		vague:      newMatcher(kw.Vague),
 		layerWords: map[string]layer{},
 		layerExts:  map[string]layer{},
+		byLayer:    map[layer]map[string]bool{},
+		cache:      map[string]layer{},
+		textHits:   map[string]hits{},
 	}
 	// Later lists win on a clash, so the more specific presentation and data
 	// words override business.
@@ -160,12 +215,27 @@ func newKeywordSet(kw Keywords) *keywordSet {
 			}
 		}
 	}
+	for w, l := range ks.layerWords {
+		if ks.byLayer[l] == nil {
+			ks.byLayer[l] = map[string]bool{}
+		}
+		ks.byLayer[l][w] = true
+	}
 	return ks
 }
 
 // layerOf classifies a file: by extension first, then by the words of its
 // base name, then by its directories from the innermost out.
 func (ks *keywordSet) layerOf(file string) layer {
+	if l, ok := ks.cache[file]; ok {
+		return l
+	}
+	l := ks.classify(file)
+	ks.cache[file] = l
+	return l
+}
+
+func (ks *keywordSet) classify(file string) layer {
 	f := strings.ToLower(file)
 	ext := path.Ext(f)
 	if l, ok := ks.layerExts[ext]; ok && ext != "" {
@@ -246,18 +316,20 @@ func (r *resolved) score(t *Task) Complexity {
 	cross := pointsPerExtraDir*float64(max(0, len(dirs)-1)) + pointsPerExtraLayer*float64(max(0, len(layers)-1))
 	c.CrossFileDeps = math.Min(MaxCrossFileDeps, cross)
 
-	crit := strings.ToLower(strings.Join(t.AcceptanceCriteria, "\n"))
-	ctx := strings.ToLower(t.Title + "\n" + t.UserStory)
-	semC, semX := map[string]bool{}, map[string]bool{}
-	ks.semantic.find(crit, semC)
-	ks.semantic.find(ctx, semX)
+	var semC, vagC, semX, vagX []string
+	for _, c := range t.AcceptanceCriteria {
+		h := ks.hitsOf(c)
+		semC = addNew(semC, nil, h.sem)
+		vagC = addNew(vagC, nil, h.vague)
+	}
+	for _, c := range []string{t.Title, t.UserStory} {
+		h := ks.hitsOf(c)
+		semX = addNew(semX, semC, h.sem)
+		vagX = addNew(vagX, vagC, h.vague)
+	}
 	c.SemanticComplexity = math.Min(MaxSemanticComplexity,
-		pointsPerCriterionWord*float64(len(semC))+pointsPerContextWord*float64(countNew(semX, semC)))
-
-	vagC, vagX := map[string]bool{}, map[string]bool{}
-	ks.vague.find(crit, vagC)
-	ks.vague.find(ctx, vagX)
-	unc := pointsPerVagueCriterion*float64(len(vagC)) + pointsPerVagueContext*float64(countNew(vagX, vagC))
+		pointsPerCriterionWord*float64(len(semC))+pointsPerContextWord*float64(len(semX)))
+	unc := pointsPerVagueCriterion*float64(len(vagC)) + pointsPerVagueContext*float64(len(vagX))
 	if strings.TrimSpace(t.UserStory) == "" {
 		unc += pointsNoUserStory
 	}
@@ -277,16 +349,6 @@ func (r *resolved) score(t *Task) Complexity {
 	c.Total = round2(c.FileScope + c.CrossFileDeps + c.SemanticComplexity + c.RequirementUncertainty + c.TokenPenalty)
 	c.Level = LevelOf(c.Total)
 	return c
-}
-
-func countNew(a, b map[string]bool) int {
-	n := 0
-	for k := range a {
-		if !b[k] {
-			n++
-		}
-	}
-	return n
 }
 
 func round2(x float64) float64 { return math.Round(x*100) / 100 }

@@ -124,6 +124,8 @@ type fileGroup struct {
 	files []string
 	label string
 	words map[string]bool
+	// layerWords are the words of the group's layer (layers strategy).
+	layerWords map[string]bool
 }
 
 func (r *resolved) splitByFiles(t *Task) []Task {
@@ -200,12 +202,7 @@ func (r *resolved) splitByLayers(t *Task) []Task {
 		}
 		w := pathWords(fs)
 		w[l.String()] = true
-		for k, kl := range r.kw.layerWords {
-			if kl == l {
-				w[k] = true
-			}
-		}
-		groups = append(groups, fileGroup{files: fs, label: l.String() + " layer", words: w})
+		groups = append(groups, fileGroup{files: fs, label: l.String() + " layer", words: w, layerWords: r.kw.byLayer[l]})
 	}
 	return r.partsFromGroups(t, groups)
 }
@@ -222,7 +219,7 @@ func (r *resolved) partsFromGroups(t *Task, groups []fileGroup) []Task {
 		for i, g := range groups {
 			n := 0
 			for w := range cw {
-				if g.words[w] {
+				if g.words[w] || g.layerWords[w] {
 					n++
 				}
 			}
