@@ -59,7 +59,7 @@ func TestParseRawErrors(t *testing.T) {
 			"tasks[1].files_to_create[0]: must be a string, got number",
 			"tasks[1].id: must be a string, got number",
 			"tasks[1].priority: must be a string, got boolean"}},
-		{"unknown task field", task(base+`, "status": "done"`), []string{
+		{"unknown task field", task(base + `, "status": "done"`), []string{
 			"tasks[1].status: unknown field (allowed: id, title, user_story, acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies, milestone_id, priority, estimated_minutes)"}},
 		{"title too long", task(`"id": "T2", "title": "` + strings.Repeat("é", 81) + `", "acceptance_criteria": ["w"], "milestone_id": "M1"`), []string{
 			"tasks[1].title: must be at most 80 characters, got 81"}},
@@ -70,14 +70,14 @@ func TestParseRawErrors(t *testing.T) {
 			`tasks[1].id: must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$ (letters, digits, '_', '.', '-'), got "T 2"`}},
 		{"unknown milestone", task(`"id": "T2", "title": "x", "acceptance_criteria": ["w"], "milestone_id": "M9"`), []string{
 			`tasks[1].milestone_id: unknown milestone "M9"`}},
-		{"unknown dependency", task(base+`, "dependencies": ["T1", "T9"]`), []string{`tasks[1].dependencies[1]: unknown task "T9"`}},
+		{"unknown dependency", task(base + `, "dependencies": ["T1", "T9"]`), []string{`tasks[1].dependencies[1]: unknown task "T9"`}},
 		{"no criteria", task(`"id": "T2", "title": "x", "acceptance_criteria": [], "milestone_id": "M1"`), []string{
 			"tasks[1].acceptance_criteria: must have at least one criterion"}},
 		{"empty criterion", task(`"id": "T2", "title": "x", "acceptance_criteria": ["ok", " "], "milestone_id": "M1"`), []string{
 			"tasks[1].acceptance_criteria[1]: must not be empty"}},
-		{"bad priority", task(base+`, "priority": "urgent"`), []string{`tasks[1].priority: must be one of critical, high, medium, low, got "urgent"`}},
-		{"bad minutes", task(base+`, "estimated_minutes": 0`), []string{"tasks[1].estimated_minutes: must be greater than 0 and at most 1440, got 0"}},
-		{"bad paths", task(base+`, "files_to_create": ["/etc/passwd", "../x.go", "."], "test_files": ["a\\b.go"]`), []string{
+		{"bad priority", task(base + `, "priority": "urgent"`), []string{`tasks[1].priority: must be one of critical, high, medium, low, got "urgent"`}},
+		{"bad minutes", task(base + `, "estimated_minutes": 0`), []string{"tasks[1].estimated_minutes: must be greater than 0 and at most 1440, got 0"}},
+		{"bad paths", task(base + `, "files_to_create": ["/etc/passwd", "../x.go", "."], "test_files": ["a\\b.go"]`), []string{
 			`tasks[1].files_to_create[0]: "/etc/passwd" must be a relative path inside the repository (no leading '/', no '..', no '\')`,
 			`tasks[1].files_to_create[1]: "../x.go" must be a relative path inside the repository (no leading '/', no '..', no '\')`,
 			`tasks[1].files_to_create[2]: "." is not a file path`,
