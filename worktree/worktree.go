@@ -263,12 +263,24 @@ func (m *Manager) Remove(ctx context.Context, w *Worktree) error {
 }
 
 func (m *Manager) remove(ctx context.Context, w *Worktree) error {
+	prune := true
 	if _, err := os.Stat(w.Path); err == nil {
-		if _, err := m.git(ctx, m.root, "worktree", "remove", "--force", "--force", w.Path); err != nil {
+		_, err := m.git(ctx, m.root, "worktree", "remove", "--force", "--force", w.Path)
+		prune = err != nil
+		if err != nil {
+			// Not (or no longer properly) registered: delete the folder,
+			// which is ours, and let prune drop git's record of it.
+			m.logger.WarnContext(ctx, "git worktree remove failed; deleting the folder",
+				slog.String("attempt", w.ID()), slog.String("error", err.Error()))
+			if err := os.RemoveAll(w.Path); err != nil {
+				return fmt.Errorf("remove worktree %s: %w", w.ID(), err)
+			}
+		}
+	}
+	if prune {
+		if _, err := m.git(ctx, m.root, "worktree", "prune"); err != nil {
 			return fmt.Errorf("remove worktree %s: %w", w.ID(), err)
 		}
-	} else if _, err := m.git(ctx, m.root, "worktree", "prune"); err != nil {
-		return fmt.Errorf("remove worktree %s: %w", w.ID(), err)
 	}
 	tip, err := m.branchTip(ctx, w)
 	if errors.Is(err, ErrNotFound) {

@@ -193,6 +193,10 @@ func TestCleanOrphans(t *testing.T) {
 	gone, err := m.Create(ctx, "r0", "T9", 1)
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(gone.Path)) // its folder vanished, its branch did not
+	broken, err := m.Create(ctx, "r0", "T7", 1)
+	require.NoError(t, err)
+	// git's record of it vanished, its folder and branch did not.
+	require.NoError(t, os.RemoveAll(filepath.Join(repo, ".git", "worktrees", broken.Name())))
 	stray := filepath.Join(repo, ".taskloom", "worktrees", "r0-T8-1")
 	write(t, stray, "junk.txt", "x")
 
@@ -204,12 +208,12 @@ func TestCleanOrphans(t *testing.T) {
 	for _, w := range removed {
 		names = append(names, w.ID())
 	}
-	require.Equal(t, []string{"r0/T9/1", "r1/T1/1", "r1/T2/2"}, names)
+	require.Equal(t, []string{"r0/T7/1", "r0/T9/1", "r1/T1/1", "r1/T2/2"}, names)
 
 	list, err := m2.List(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []*worktree.Worktree{kept}, list)
-	for _, p := range []string{committed.Path, dirty.Path, gone.Path, stray} {
+	for _, p := range []string{committed.Path, dirty.Path, gone.Path, broken.Path, stray} {
 		require.NoDirExists(t, p)
 	}
 	require.Equal(t, "refs/heads/taskloom/r1/T3/1", gitT(t, repo, "for-each-ref", "--format=%(refname)", "refs/heads/taskloom/"))
