@@ -164,48 +164,27 @@ func propagate(tasks []planner.Task) {
 			byID[tasks[i].ID] = i
 		}
 	}
-	const (
-		unseen = iota
-		visiting
-		decided
-	)
-	state := make([]uint8, len(tasks))
-	blocked := make([]bool, len(tasks))
-	var visit func(i int) bool
-	visit = func(i int) bool {
-		switch state[i] {
-		case visiting:
-			return false // a cycle blocks nothing by itself
-		case decided:
-			return blocked[i]
+	waiting := func(s planner.Status) bool { return s == planner.StatusPending || s == planner.StatusBlocked }
+	deps := make([][]int, len(tasks))
+	for i := range tasks {
+		if !waiting(tasks[i].Status) {
+			continue
 		}
-		state[i] = visiting
-		t := &tasks[i]
-		if t.Status == planner.StatusPending || t.Status == planner.StatusBlocked {
-			for _, d := range t.Dependencies {
-				j, ok := byID[d]
-				if !ok {
-					continue
-				}
-				switch tasks[j].Status {
-				case planner.StatusFailed, planner.StatusSkipped:
-					blocked[i] = true
-				case planner.StatusPending, planner.StatusBlocked:
-					if visit(j) {
-						blocked[i] = true
-					}
-				}
-				if blocked[i] {
-					break
-				}
+		for _, d := range tasks[i].Dependencies {
+			if j, ok := byID[d]; ok {
+				deps[i] = append(deps[i], j)
 			}
 		}
-		state[i] = decided
-		return blocked[i]
 	}
-	for i := range tasks {
-		visit(i)
-	}
+	blocked := make([]bool, len(tasks))
+	walk(deps, func(i, j int) {
+		switch tasks[j].Status {
+		case planner.StatusFailed, planner.StatusSkipped:
+			blocked[i] = true
+		case planner.StatusPending, planner.StatusBlocked:
+			blocked[i] = blocked[i] || blocked[j]
+		}
+	})
 	for i := range tasks {
 		switch {
 		case tasks[i].Status == planner.StatusPending && blocked[i]:

@@ -156,8 +156,9 @@ func inheritMin(dependents [][]int, v []int) {
 	walk(dependents, func(i, j int) { v[i] = min(v[i], v[j]) })
 }
 
-// walk visits the graph depth first and calls fold(i, j) for each edge i→j
-// once j is final, ignoring edges that close a cycle.
+// walk visits a graph given as adjacency lists depth first and calls
+// fold(i, j) for each edge i→j once j is final, ignoring edges that close a
+// cycle.
 func walk(dependents [][]int, fold func(i, j int)) {
 	const (
 		unseen = iota
