@@ -89,7 +89,7 @@ func DefaultKeywords() Keywords {
 			"synchronization", "sync", "pagination", "rate limit", "state machine",
 		},
 		Vague: []string{
-			"etc", "tbd", "todo", "maybe", "possibly", "probably", "might", "somehow",
+			"etc", "tbd", "maybe", "possibly", "probably", "might", "somehow",
 			"something", "various", "appropriate", "appropriately", "as needed",
 			"if needed", "if possible", "and so on", "user-friendly", "intuitive",
 			"robust", "nice", "better", "improve", "clean up", "flexible", "seamless",

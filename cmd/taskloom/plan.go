@@ -206,7 +206,16 @@ func newPlanCmd(a *app) *cobra.Command {
 			if len(args) == 1 {
 				opts.Product = args[0]
 			}
-			opts.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			// The breakdown's re-asks are reported on stderr as they happen.
+			opts.Logger = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{
+				Level: slog.LevelWarn,
+				ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+					if len(groups) == 0 && a.Key == slog.TimeKey {
+						return slog.Attr{}
+					}
+					return a
+				},
+			}))
 			if err := opts.Validate(); err != nil {
 				return err
 			}
