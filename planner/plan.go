@@ -58,7 +58,7 @@ func Build(raw *RawPlan, opts *Opts) (*Plan, error) {
 func (r *resolved) build(raw *RawPlan) (*Plan, error) {
 	p := &Plan{
 		Milestones: make([]Milestone, len(raw.Milestones)),
-		Tasks:      make([]Task, 0, len(raw.Tasks)),
+		Tasks:      make([]Task, 0, 2*len(raw.Tasks)),
 		Warnings:   []string{},
 		Cycles:     [][]string{},
 	}
@@ -73,12 +73,12 @@ func (r *resolved) build(raw *RawPlan) (*Plan, error) {
 		rt := &raw.Tasks[i]
 		t := newTask(rt, r.maxAttempts)
 		t.Complexity = r.score(&t)
-		leaves, err := sp.split(t)
-		if err != nil {
+		start := len(p.Tasks)
+		var err error
+		if p.Tasks, err = sp.split(t, p.Tasks); err != nil {
 			return nil, &ValidationError{Issues: []Issue{{Path: fmt.Sprintf("tasks[%d].id", i), Msg: err.Error()}}}
 		}
-		setMinutes(leaves, rt.EstimatedMinutes)
-		p.Tasks = append(p.Tasks, leaves...)
+		setMinutes(p.Tasks[start:], rt.EstimatedMinutes)
 	}
 	p.Splits = nonNilSplits(sp.splits)
 	p.Warnings = append(p.Warnings, sp.warnings...)

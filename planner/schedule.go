@@ -93,24 +93,26 @@ func EstimateSchedule(tasks []Task, milestones []Milestone, workers int) Schedul
 	for i, m := range milestones {
 		msOrder[m.ID] = i
 	}
-	rank := func(v int) int {
+	rank := make([]int, n)
+	prio := make([]int, n)
+	for v := range n {
+		prio[v] = tasks[v].Priority.Rank()
+		rank[v] = len(milestones)
 		if o, ok := msOrder[tasks[v].MilestoneID]; ok {
-			return o
+			rank[v] = o
 		}
-		return len(milestones)
 	}
 	ready := &readyHeap{less: func(a, b int) bool {
-		ta, tb := &tasks[a], &tasks[b]
-		if pa, pb := ta.Priority.Rank(), tb.Priority.Rank(); pa != pb {
-			return pa < pb
+		if prio[a] != prio[b] {
+			return prio[a] < prio[b]
 		}
-		if ma, mb := rank(a), rank(b); ma != mb {
-			return ma < mb
+		if rank[a] != rank[b] {
+			return rank[a] < rank[b]
 		}
 		if tail[a] != tail[b] {
 			return tail[a] > tail[b]
 		}
-		return NaturalLess(ta.ID, tb.ID)
+		return NaturalLess(tasks[a].ID, tasks[b].ID)
 	}}
 	waiting := make([]int, n)
 	for v := range n {

@@ -46,25 +46,25 @@ type splitter struct {
 	warnings []string
 }
 
-// split returns the leaves of t: t itself when it needs no split or cannot
-// be split, else the leaves of its parts. t must already be scored.
-func (s *splitter) split(t Task) ([]Task, error) {
+// split appends the leaves of t to out: t itself when it needs no split or
+// cannot be split, else the leaves of its parts. t must already be scored.
+func (s *splitter) split(t Task, out []Task) ([]Task, error) {
 	th := s.r.limits.ComplexityThreshold
 	if t.Complexity.Total <= th {
-		return []Task{t}, nil
+		return append(out, t), nil
 	}
 	if !s.r.limits.AutoSplit {
 		s.warnings = append(s.warnings, fmt.Sprintf("%s: complexity %.2f (%s) is above complexity_threshold %g and auto_split is off",
 			t.ID, t.Complexity.Total, t.Complexity.Level, th))
-		return []Task{t}, nil
+		return append(out, t), nil
 	}
 	strategy, parts := s.r.splitOnce(&t)
 	if len(parts) < 2 {
 		s.warnings = append(s.warnings, fmt.Sprintf("%s: complexity %.2f (%s) is above complexity_threshold %g but the task cannot be split further",
 			t.ID, t.Complexity.Total, t.Complexity.Level, th))
-		return []Task{t}, nil
+		return append(out, t), nil
 	}
-	rec := Split{TaskID: t.ID, Strategy: strategy, Complexity: t.Complexity}
+	rec := Split{TaskID: t.ID, Strategy: strategy, Complexity: t.Complexity, Parts: make([]string, 0, len(parts))}
 	for i := range parts {
 		p := &parts[i]
 		if s.ids[p.ID] {
@@ -75,16 +75,14 @@ func (s *splitter) split(t Task) ([]Task, error) {
 	}
 	s.splits = append(s.splits, rec)
 	s.children[t.ID] = rec.Parts
-	var leaves []Task
-	for _, p := range parts {
-		p.Complexity = s.r.score(&p)
-		sub, err := s.split(p)
-		if err != nil {
+	var err error
+	for i := range parts {
+		parts[i].Complexity = s.r.score(&parts[i])
+		if out, err = s.split(parts[i], out); err != nil {
 			return nil, err
 		}
-		leaves = append(leaves, sub...)
 	}
-	return leaves, nil
+	return out, nil
 }
 
 // splitOnce tries the strategies from the most dominant normalized
