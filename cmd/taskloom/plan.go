@@ -36,8 +36,8 @@ type planOpts struct {
 	Mermaid bool
 	// Workers is the number of workers the schedule assumes.
 	Workers int
-	// Getenv reads environment variables; nil means os.Getenv.
-	Getenv func(string) string
+	// GetenvFunc reads environment variables; nil means os.Getenv.
+	GetenvFunc func(string) string
 	// Logger receives the breakdown's warnings; nil discards them.
 	Logger *slog.Logger
 }
@@ -55,8 +55,8 @@ func (o *planOpts) Validate() error {
 	case o.Workers < 1:
 		return usageError("plan: --workers must be at least 1, got %d", o.Workers)
 	}
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
+	if o.GetenvFunc == nil {
+		o.GetenvFunc = os.Getenv
 	}
 	if o.Repo == "" {
 		wd, err := os.Getwd()
@@ -96,12 +96,12 @@ func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
 		if !planner.HasTaskList(string(data)) {
 			spec := o.Model
 			if spec == "" {
-				spec = o.Getenv("TASKLOOM_MODEL")
+				spec = o.GetenvFunc("TASKLOOM_MODEL")
 			}
 			if spec == "" {
 				return fmt.Errorf("plan: %s has no explicit task list, so the breakdown needs a model: pass --model SPEC (for example scripted:session.json) or set TASKLOOM_MODEL", o.Product)
 			}
-			m, err := llm.New(ctx, spec, &llm.Opts{GetenvFunc: o.Getenv})
+			m, err := llm.New(ctx, spec, &llm.Opts{GetenvFunc: o.GetenvFunc})
 			if err != nil {
 				return fmt.Errorf("plan: %w", err)
 			}
