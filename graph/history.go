@@ -91,13 +91,13 @@ func (r *Runnable[S]) Fork(ctx context.Context, threadID string, step int64, new
 
 // UpdateState writes update to a thread as if node asNode had written it:
 // a new checkpoint holds it, and the thread goes on with asNode's
-// successors. Pending results and interrupts of the old next step are
+// successors (with asNode "", with the nodes that were next already). Pending results and interrupts of the old next step are
 // dropped. It returns the new checkpoint's step.
 func (r *Runnable[S]) UpdateState(ctx context.Context, threadID, asNode string, update S) (int64, error) {
 	if r.saver == nil {
 		return -1, ErrNoSaver
 	}
-	if asNode != START && r.g.nodes[asNode] == nil {
+	if asNode != "" && asNode != START && r.g.nodes[asNode] == nil {
 		return -1, fmt.Errorf("update thread %s: unknown node %q", threadID, asNode)
 	}
 	t, err := r.open(ctx, threadID, nil)
@@ -109,11 +109,16 @@ func (r *Runnable[S]) UpdateState(ctx context.Context, threadID, asNode string, 
 		return -1, err
 	}
 	r.sc.merge(&t.state, &update)
-	next, err := t.route(ctx, asNode)
-	if err != nil {
-		return -1, err
+	next := t.next
+	if asNode != "" {
+		if next, err = t.route(ctx, asNode); err != nil {
+			return -1, err
+		}
 	}
-	cp := checkpoint.Checkpoint{Step: t.head + 1, Source: "update", Writers: []string{asNode}}
+	cp := checkpoint.Checkpoint{Step: t.head + 1, Source: "update"}
+	if asNode != "" {
+		cp.Writers = []string{asNode}
+	}
 	if cp.Deltas, err = r.sc.encodeUpdate(nil, &update); err != nil {
 		return -1, err
 	}

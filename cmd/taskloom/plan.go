@@ -18,6 +18,7 @@ import (
 
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/scheduler"
 )
 
 // planOpts are the options of `taskloom plan`.
@@ -75,7 +76,7 @@ func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	popts := &planner.Opts{Limits: &limits, Workers: o.Workers, Logger: o.Logger}
+	popts := &planner.Opts{Limits: &limits, Workers: o.Workers, Logger: o.Logger, ScheduleFunc: scheduler.PlanSchedule}
 	var p *planner.Plan
 	var perr error
 	if o.Tasks != "" {

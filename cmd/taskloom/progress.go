@@ -1,0 +1,225 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
+)
+
+// progress shows a run as it goes: a live table on a terminal, plain lines
+// otherwise, one JSON object per event with --json.
+type progress struct {
+	mu     sync.Mutex
+	w      io.Writer
+	json   bool
+	live   bool
+	runID  string
+	tasks  map[string]planner.Task
+	order  []string
+	log    []nodes.Entry
+	drawn  int // lines of the last live table
+	status string
+}
+
+func newProgress(w io.Writer, asJSON bool, runID string) *progress {
+	return &progress{w: w, json: asJSON, live: !asJSON && isTerminal(w), runID: runID, tasks: map[string]planner.Task{}}
+}
+
+// isTerminal reports whether w is a character device.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+}
+
+func (p *progress) emitJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(p.w, "%s\n", b)
+}
+
+func (p *progress) start(product, repo string, meta runMeta) {
+	if p.json {
+		p.emitJSON(map[string]any{"kind": "run_start", "run_id": p.runID, "product": product, "repo": repo, "workers": meta.Workers})
+		return
+	}
+	fmt.Fprintf(p.w, "run %s\n", p.runID)
+	fmt.Fprintf(p.w, "product %s, repo %s, %d worker(s)\n", product, repo, meta.Workers)
+}
+
+func (p *progress) resume() {
+	if p.json {
+		p.emitJSON(map[string]any{"kind": "run_resume", "run_id": p.runID})
+		return
+	}
+	fmt.Fprintf(p.w, "run %s (resumed)\n", p.runID)
+}
+
+// event is the graph's event sink.
+func (p *progress) event(e graph.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		p.emitJSON(e)
+		return
+	}
+	switch e.Kind {
+	case graph.EventUpdate:
+		u, ok := e.Update.(nodes.State)
+		if !ok {
+			return
+		}
+		for _, id := range u.Tasks.Keys() {
+			t, _ := u.Tasks.Get(id)
+			if _, seen := p.tasks[id]; !seen {
+				p.order = append(p.order, id)
+			}
+			p.tasks[id] = t
+		}
+		for _, en := range u.Log.Items() {
+			p.log = append(p.log, en)
+			if !p.live {
+				fmt.Fprintf(p.w, "%s %s\n", en.Time.Format("15:04:05"), en.Text)
+			}
+		}
+	case graph.EventNodeStart:
+		p.status = e.Node
+		if !p.live {
+			return
+		}
+	case graph.EventError:
+		if !p.live {
+			fmt.Fprintf(p.w, "error in step %d: %s\n", e.Step, firstLineOf(e.Error))
+		}
+	case graph.EventInterrupt:
+		if !p.live {
+			fmt.Fprintf(p.w, "%d task(s) need a human review\n", len(e.Interrupts))
+		}
+	}
+	if p.live && (e.Kind == graph.EventUpdate || e.Kind == graph.EventNodeStart) {
+		p.draw()
+	}
+}
+
+// draw redraws the live table in place.
+func (p *progress) draw() {
+	var b strings.Builder
+	if p.drawn > 0 {
+		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", p.drawn)
+	}
+	lines := p.table()
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	p.drawn = len(lines)
+	io.WriteString(p.w, b.String())
+}
+
+func (p *progress) table() []string {
+	counts := map[planner.Status]int{}
+	var lines []string
+	lines = append(lines, fmt.Sprintf("%-10s %-12s %-8s %s", "TASK", "STATUS", "ATTEMPT", "TITLE"))
+	for _, id := range p.order {
+		t := p.tasks[id]
+		counts[t.Status]++
+		title := t.Title
+		if len(title) > 50 {
+			title = title[:49] + "…"
+		}
+		lines = append(lines, fmt.Sprintf("%-10s %-12s %-8s %s", id, t.Status, fmt.Sprintf("%d/%d", t.Attempts, t.MaxAttempts), title))
+	}
+	done := counts[planner.StatusCompleted] + counts[planner.StatusSkipped]
+	pct := 0
+	if len(p.order) > 0 {
+		pct = done * 100 / len(p.order)
+	}
+	lines = append(lines, fmt.Sprintf("%d%% done · now: %s", pct, p.status))
+	start := max(0, len(p.log)-5)
+	for _, en := range p.log[start:] {
+		lines = append(lines, "  "+firstLineOf(en.Text))
+	}
+	return lines
+}
+
+// finish prints how the call ended and returns the error that carries the
+// exit code (SPEC §1).
+func (p *progress) finish(res graph.Result[nodes.State], err error) error {
+	status := nodes.StatusOf(res, err)
+	if err != nil && res.Step < 0 && len(res.Next) == 0 && res.State.RunID.Get() == "" {
+		status = ""
+	}
+	tasks := res.State.Tasks.Values()
+	summary := summarize(tasks)
+	if p.json {
+		out := map[string]any{"kind": "run_end", "run_id": p.runID, "status": status, "tasks": summary}
+		if err != nil {
+			out["error"] = err.Error()
+		}
+		p.emitJSON(out)
+	} else {
+		fmt.Fprintf(p.w, "run %s: %s (%s of %d tasks done)\n", p.runID, orDash(status), summary["progress"], len(tasks))
+	}
+	if err != nil {
+		if errors.Is(err, graph.ErrStepLimit) {
+			return fmt.Errorf("%w; resume it with: taskloom resume %s", err, p.runID)
+		}
+		return err
+	}
+	switch status {
+	case nodes.RunCompleted:
+		return nil
+	case nodes.RunInterrupted:
+		if !p.json {
+			fmt.Fprintf(p.w, "paused for human review: taskloom review %s, then taskloom resume %s\n", p.runID, p.runID)
+		}
+		return withCode(exitReview, nil)
+	default:
+		return withCode(exitFailed, nil)
+	}
+}
+
+func summarize(tasks []planner.Task) map[string]any {
+	out := map[string]any{"total": len(tasks)}
+	for _, s := range []planner.Status{planner.StatusPending, planner.StatusInProgress, planner.StatusCompleted, planner.StatusFailed, planner.StatusBlocked, planner.StatusSkipped} {
+		out[string(s)] = 0
+	}
+	done := 0
+	for _, t := range tasks {
+		out[string(t.Status)] = out[string(t.Status)].(int) + 1
+		if t.Status == planner.StatusCompleted {
+			done++
+		}
+	}
+	pct := 0
+	if len(tasks) > 0 {
+		pct = done * 100 / len(tasks)
+	}
+	out["progress"] = fmt.Sprintf("%d%%", pct)
+	return out
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

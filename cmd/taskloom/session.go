@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/llm"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/worktree"
+)
+
+// session is what run, resume, review, status and history share: the
+// repo's config and its store.
+type session struct {
+	cfg    config.Config
+	repo   string
+	dbURL  string
+	saver  checkpoint.Saver
+	store  *nodes.Store
+	logger *slog.Logger
+}
+
+// defaultDBURL is the embedded store of a repo (SPEC §2).
+func defaultDBURL(repo string) string {
+	return filepath.Join(repo, ".taskloom", "taskloom.db")
+}
+
+// openSession loads the repo's config and opens its store.
+func openSession(ctx context.Context, cmd *cobra.Command, repoDir, configFile string) (*session, error) {
+	repo, err := filepath.Abs(repoDir)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(repo); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("repo %s is not a directory; pass --repo DIR", repoDir)
+	}
+	cfg, err := loadConfig(cmd, repo, configFile)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{cfg: cfg, repo: repo, logger: slog.New(slog.DiscardHandler)}
+	s.dbURL = cfg.Database.URL
+	if s.dbURL == "" {
+		s.dbURL = defaultDBURL(repo)
+		if err := os.MkdirAll(filepath.Dir(s.dbURL), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if s.saver, err = checkpoint.Open(ctx, s.dbURL, nil); err != nil {
+		return nil, err
+	}
+	if s.store, err = nodes.NewStore(s.saver); err != nil {
+		_ = s.saver.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *session) Close() error {
+	err := s.store.Close()
+	if cerr := s.saver.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// runMeta is what a run keeps so that resume rebuilds the same pipeline.
+type runMeta struct {
+	Model      string `json:"model"`
+	Workers    int    `json:"workers"`
+	ConfigFile string `json:"config_file,omitempty"`
+}
+
+func newRunID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return "r" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// resolveModelSpec makes a scripted model's path absolute, so that a
+// resume from another folder finds it.
+func resolveModelSpec(spec, base string) string {
+	if path, ok := strings.CutPrefix(spec, "scripted:"); ok && !filepath.IsAbs(path) {
+		return "scripted:" + filepath.Join(base, path)
+	}
+	return spec
+}
+
+// pipeline builds the pipeline of a run.
+func (s *session) pipeline(ctx context.Context, runID, productPath string, meta runMeta) (*nodes.Pipeline, error) {
+	cfg := s.cfg
+	repo, err := worktree.Open(ctx, s.repo, &worktree.Opts{Include: cfg.Worktree.Include, Logger: s.logger})
+	if err != nil {
+		return nil, err
+	}
+	m, err := llm.New(ctx, meta.Model, nil)
+	if err != nil {
+		return nil, err
+	}
+	limits := planner.Limits{
+		MaxFilesToCreate:    cfg.TaskSizeLimits.MaxFilesToCreate,
+		MaxFilesToModify:    cfg.TaskSizeLimits.MaxFilesToModify,
+		MaxCriteriaPerTask:  cfg.TaskSizeLimits.MaxCriteriaPerTask,
+		MaxInputTokens:      cfg.TaskSizeLimits.MaxInputTokens,
+		MaxTimeMinutes:      float64(cfg.TaskSizeLimits.MaxTimeMinutes),
+		ComplexityThreshold: cfg.TaskSizeLimits.ComplexityThreshold,
+		AutoSplit:           cfg.TaskSizeLimits.AutoSplit,
+	}
+	popts := &planner.Opts{Limits: &limits, Workers: meta.Workers, MaxAttempts: cfg.MaxAttempts, Logger: s.logger,
+		ScheduleFunc: scheduler.PlanSchedule}
+	verify := nodes.VerifyOpts{Command: cfg.Verify.Command, Timeout: cfg.Verify.Timeout.Duration}
+	worker, err := s.worker(m, runID, verify)
+	if err != nil {
+		return nil, err
+	}
+	return &nodes.Pipeline{
+		RunID: runID,
+		PlanFunc: func(ctx context.Context) (*planner.Plan, error) {
+			data, err := os.ReadFile(productPath)
+			if err != nil {
+				return nil, fmt.Errorf("read PRODUCT.md: %w", err)
+			}
+			if planner.HasTaskList(string(data)) {
+				raw, err := planner.ParseTaskList(string(data))
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", productPath, err)
+				}
+				return planner.Build(raw, popts)
+			}
+			return planner.FromProduct(ctx, m, string(data), popts)
+		},
+		Repo:         repo,
+		Worker:       worker,
+		Verify:       verify,
+		BuildCommand: cfg.BuildVerification.Command,
+		Workers:      meta.Workers,
+		MaxAttempts:  cfg.MaxAttempts,
+		Logger:       s.logger,
+		CrashFunc:    crashFunc(),
+	}, nil
+}
+
+// worker builds the configured worker.
+func (s *session) worker(m llms.Model, runID string, verify nodes.VerifyOpts) (agent.Worker, error) {
+	cfg := s.cfg
+	var w agent.Worker
+	switch cfg.Worker.Kind {
+	case config.WorkerCommand:
+		cw, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: cfg.Worker.Command, Timeout: cfg.Worker.Timeout.Duration, Logger: s.logger})
+		if err != nil {
+			return nil, err
+		}
+		w = cw
+	default:
+		a, err := agent.New(m, s.store.Histories(runID), s.agentOpts())
+		if err != nil {
+			return nil, err
+		}
+		w = agent.NewAgentWorker(a, &agent.AgentWorkerOpts{Mode: cfg.Worker.Mode})
+	}
+	if !cfg.Worker.Ralph.Enabled {
+		return w, nil
+	}
+	return agent.NewRalph(w, agent.RalphOpts{
+		MaxIterations:     cfg.Worker.Ralph.MaxIterations,
+		CompletionPromise: cfg.Worker.Ralph.CompletionPromise,
+		TestsPassFunc: func(ctx context.Context, dir string) (bool, string, error) {
+			rep, err := nodes.Verify(ctx, dir, nil, nil, verify)
+			if err != nil {
+				return false, "", err
+			}
+			return rep.Passed, rep.ErrorContext(4000), nil
+		},
+		DiffFunc: nodes.WorktreeDiff,
+		Logger:   s.logger,
+	})
+}
+
+func (s *session) agentOpts() *agent.Opts {
+	c := s.cfg.Agent
+	opts := &agent.Opts{
+		Mode:                   s.cfg.Worker.Mode,
+		MaxTurns:               c.MaxTurns,
+		MaxConsecutiveMistakes: c.MaxConsecutiveMistakes,
+		MaxTokens:              c.TokenBudget,
+		MaxCostUSD:             c.CostBudgetUSD,
+		CommandPolicy:          agent.CommandPolicy{Allow: c.CommandAllow, Deny: c.CommandDeny},
+		CommandTimeout:         c.CommandTimeout.Duration,
+		AllowOpenTodos:         !c.RequireTodosDone,
+		ContextWindow:          c.ContextWindow,
+		CondenseThreshold:      c.CondenseThreshold,
+	}
+	for _, m := range c.CustomModes {
+		opts.CustomModes = append(opts.CustomModes, agent.Mode{Slug: m.Slug, Name: m.Name, Role: m.Role, Groups: m.Groups, FileRegex: m.FileRegex})
+	}
+	if len(c.SkillsDirs) > 0 {
+		opts.Skills = &agent.SkillsOpts{ProjectRoots: c.SkillsDirs}
+	}
+	return opts
+}
+
+// runner builds the runner of a run.
+func (s *session) runner(p *nodes.Pipeline) *nodes.Runner {
+	return &nodes.Runner{Pipeline: p, Saver: s.saver, Registry: s.store, Logger: s.logger}
+}
+
+// loadRun returns a stored run and its meta.
+func (s *session) loadRun(ctx context.Context, runID string) (nodes.Run, runMeta, error) {
+	run, err := s.store.Run(ctx, runID)
+	if err != nil {
+		if errors.Is(err, nodes.ErrRunNotFound) {
+			return run, runMeta{}, fmt.Errorf("run %s not found in %s; pass --db or --repo for the store that holds it", runID, checkpoint.MaskURL(s.dbURL))
+		}
+		return run, runMeta{}, err
+	}
+	var meta runMeta
+	if len(run.Meta) > 0 {
+		if err := json.Unmarshal(run.Meta, &meta); err != nil {
+			return run, meta, fmt.Errorf("run %s: bad meta: %w", runID, err)
+		}
+	}
+	return run, meta, nil
+}
+
+// crashFunc kills the process at a named point when TASKLOOM_CRASH_AT
+// names it ("point" or "point#N" for its N-th passage). The end-to-end
+// tests use it to kill -9 a run at exact places.
+func crashFunc() func(string) {
+	spec := os.Getenv("TASKLOOM_CRASH_AT")
+	if spec == "" {
+		return nil
+	}
+	point, nth, _ := strings.Cut(spec, "#")
+	want := 1
+	if nth != "" {
+		fmt.Sscan(nth, &want)
+	}
+	seen := 0
+	return func(p string) {
+		if p != point {
+			return
+		}
+		seen++
+		if seen == want {
+			killSelf()
+		}
+	}
+}
+
+// graph returns the pipeline graph on the session's store, for reading and
+// answering runs without running them.
+func (s *session) graph() (*graph.Runnable[nodes.State], error) {
+	r := &nodes.Runner{Pipeline: &nodes.Pipeline{}, Saver: s.saver, Logger: s.logger}
+	return r.Runnable()
+}

@@ -1,0 +1,2 @@
+// Package textkit holds small text helpers.
+package textkit

@@ -1,0 +1,52 @@
+package nodes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// gitOutput runs git in dir and returns its standard output.
+func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// WorktreeDiff reports a worktree's uncommitted changes: the status and
+// the diff, so that a file edited again changes the report. The Ralph loop
+// uses it to detect iterations that change nothing.
+func WorktreeDiff(ctx context.Context, dir string) (string, error) {
+	status, err := gitOutput(ctx, dir, "status", "--porcelain", "--untracked-files=all")
+	if err != nil {
+		return "", err
+	}
+	diff, err := gitOutput(ctx, dir, "diff", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	untracked, err := gitOutput(ctx, dir, "ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString(status)
+	b.WriteString(diff)
+	for _, f := range strings.Split(untracked, "\x00") {
+		if f == "" {
+			continue
+		}
+		out, err := exec.CommandContext(ctx, "git", "-C", dir, "hash-object", "--", f).Output()
+		if err == nil {
+			fmt.Fprintf(&b, "%s %s", f, out)
+		}
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,613 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/worktree"
+)
+
+// Node names of the pipeline graph.
+const (
+	NodeBreakdown         = "task_breakdown"
+	NodeSelect            = "select_task"
+	NodeImplement         = "implement_task"
+	NodeImplementParallel = "implement_tasks_parallel"
+	NodeVerify            = "verify_task"
+	NodeVerifyParallel    = "verify_tasks_parallel"
+	NodeBuild             = "build_verification"
+	NodeEscalation        = "human_escalation"
+)
+
+// Pipeline holds what the pipeline's nodes need.
+type Pipeline struct {
+	RunID string
+	// PlanFunc produces the plan (task_breakdown).
+	PlanFunc func(ctx context.Context) (*planner.Plan, error)
+	Repo     *worktree.Manager
+	Worker   agent.Worker
+	Verify   VerifyOpts
+	// BuildCommand is run on main by build_verification, before Verify's
+	// command; empty runs only the tests.
+	BuildCommand []string
+	Workers      int
+	MaxAttempts  int
+	Clock        graph.Clock
+	Logger       *slog.Logger
+	// CrashFunc is called at named points ("implement:after_commit",
+	// "integrate:before", …); tests use it to kill the process there.
+	CrashFunc func(point string)
+}
+
+func (p *Pipeline) now() time.Time {
+	if p.Clock != nil {
+		return p.Clock.Now()
+	}
+	return time.Now()
+}
+
+func (p *Pipeline) crash(point string) {
+	if p.CrashFunc != nil {
+		p.CrashFunc(point)
+	}
+}
+
+func (p *Pipeline) log() *slog.Logger {
+	if p.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Logger
+}
+
+func (p *Pipeline) entry(taskID, format string, args ...any) Entry {
+	return Entry{Time: p.now(), TaskID: taskID, Text: fmt.Sprintf(format, args...)}
+}
+
+// Graph builds the pipeline graph:
+//
+//	START -> task_breakdown -> select_task
+//	select_task -> implement_task -> verify_task            (one task)
+//	select_task -> implement_tasks_parallel xN -> verify_tasks_parallel
+//	verify_task -> select_task | implement_task (retry) | human_escalation | build_verification
+//	human_escalation -> select_task | END
+//	build_verification -> END | select_task | human_escalation
+func (p *Pipeline) Graph() *graph.Graph[State] {
+	g := graph.New[State]()
+	g.AddNode(NodeBreakdown, p.breakdown, nil)
+	g.AddNode(NodeSelect, p.selectTask, nil)
+	g.AddNode(NodeImplement, func(ctx context.Context, s State) (State, error) {
+		batch := s.Batch.Get()
+		if len(batch) != 1 {
+			return State{}, fmt.Errorf("implement_task needs one selected task, got %d", len(batch))
+		}
+		return p.implement(ctx, s, batch[0])
+	}, nil)
+	graph.AddInputNode(g, NodeImplementParallel, p.implement, nil)
+	g.AddNode(NodeVerify, p.verify, nil)
+	g.AddNode(NodeVerifyParallel, p.verify, nil)
+	g.AddNode(NodeEscalation, p.escalate, nil)
+	g.AddNode(NodeBuild, p.buildVerification, nil)
+
+	g.AddEdge(graph.START, NodeBreakdown)
+	g.AddRouter(NodeBreakdown, p.breakdownRouter, NodeSelect, NodeEscalation)
+	g.AddFanOut(NodeSelect, p.selectRouter, NodeImplement, NodeImplementParallel, NodeEscalation, NodeBuild)
+	g.AddEdge(NodeImplement, NodeVerify)
+	g.AddEdge(NodeImplementParallel, NodeVerifyParallel)
+	g.AddRouter(NodeVerify, p.verifyRouter, NodeSelect, NodeImplement, NodeEscalation, NodeBuild)
+	g.AddRouter(NodeVerifyParallel, p.verifyRouter, NodeSelect, NodeEscalation, NodeBuild)
+	g.AddRouter(NodeEscalation, p.escalationRouter, NodeSelect, graph.END)
+	g.AddRouter(NodeBuild, p.buildRouter, graph.END, NodeSelect, NodeEscalation)
+	return g
+}
+
+func tasksOf(s State) []planner.Task { return s.Tasks.Values() }
+
+// putChanged writes the tasks that differ from the state's.
+func putChanged(u *State, s State, tasks []planner.Task) {
+	for _, t := range tasks {
+		if old, ok := s.Tasks.Get(t.ID); !ok || !taskEqual(old, t) {
+			u.Tasks.Put(t.ID, t)
+		}
+	}
+}
+
+func taskEqual(a, b planner.Task) bool {
+	return a.Status == b.Status && a.Attempts == b.Attempts && a.Error == b.Error &&
+		a.ImplementationNotes == b.ImplementationNotes && a.MaxAttempts == b.MaxAttempts
+}
+
+func findTask(tasks []planner.Task, id string) *planner.Task {
+	for i := range tasks {
+		if tasks[i].ID == id {
+			return &tasks[i]
+		}
+	}
+	return nil
+}
+
+func (p *Pipeline) schedOpts(s State) *scheduler.Opts {
+	var order []string
+	for _, m := range s.Milestones.Get() {
+		order = append(order, m.ID)
+	}
+	return &scheduler.Opts{MilestoneOrder: order}
+}
+
+// breakdown turns PRODUCT.md into the plan.
+func (p *Pipeline) breakdown(ctx context.Context, s State) (State, error) {
+	var u State
+	if s.Tasks.Len() > 0 {
+		return u, nil // planned before
+	}
+	plan, err := p.PlanFunc(ctx)
+	if err != nil && !(errors.Is(err, planner.ErrCycle) && plan != nil) {
+		return u, err
+	}
+	u.Milestones.Set(plan.Milestones)
+	for _, t := range plan.Tasks {
+		if t.Status == "" {
+			t.Status = planner.StatusPending
+		}
+		if t.MaxAttempts == 0 {
+			t.MaxAttempts = p.MaxAttempts
+		}
+		u.Tasks.Put(t.ID, t)
+	}
+	u.Warnings.Set(plan.Warnings)
+	u.Cycles.Set(plan.Cycles)
+	u.Log.Add(p.entry("", "planned %d tasks in %d milestones", len(plan.Tasks), len(plan.Milestones)))
+	if len(plan.Cycles) > 0 {
+		var escs []Escalation
+		seen := map[string]bool{}
+		for _, c := range plan.Cycles {
+			path := strings.Join(c, " -> ")
+			for _, id := range c {
+				if !seen[id] {
+					seen[id] = true
+					escs = append(escs, Escalation{TaskID: id, Reason: ReasonCycle, Error: "dependency cycle " + path})
+				}
+			}
+			u.Log.Add(p.entry("", "dependency cycle %s", path))
+		}
+		u.Escalations.Set(escs)
+	}
+	return u, nil
+}
+
+func (p *Pipeline) breakdownRouter(_ context.Context, s State) (string, error) {
+	if len(s.Escalations.Get()) > 0 {
+		return NodeEscalation, nil
+	}
+	return NodeSelect, nil
+}
+
+// finished reports whether no task is left to run.
+func finished(tasks []planner.Task) bool {
+	for _, t := range tasks {
+		if t.Status == planner.StatusPending || t.Status == planner.StatusInProgress {
+			return false
+		}
+	}
+	return true
+}
+
+// selectTask picks the next task or batch, or finds a deadlock.
+func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
+	var u State
+	// Worktrees of finished attempts are removed once their results are
+	// checkpointed; nothing is in flight while select_task runs.
+	if p.Repo != nil {
+		removed, err := p.Repo.CleanOrphans(ctx, func(*worktree.Worktree) bool { return false })
+		if err != nil {
+			p.log().WarnContext(ctx, "clean worktrees", slog.Any("error", err))
+		}
+		for _, w := range removed {
+			p.log().DebugContext(ctx, "removed worktree", slog.String("worktree", w.Name()))
+		}
+	}
+	tasks := scheduler.Propagate(tasksOf(s))
+	u.Batch.Set(nil)
+	if finished(tasks) {
+		putChanged(&u, s, tasks)
+		return u, nil
+	}
+	n := max(p.Workers, 1)
+	batch := scheduler.SelectBatch(tasks, n, p.schedOpts(s))
+	if len(batch) == 0 {
+		err := scheduler.Deadlock(tasks)
+		var dl *scheduler.DeadlockError
+		if errors.As(err, &dl) {
+			var escs []Escalation
+			for _, st := range dl.Stuck {
+				escs = append(escs, Escalation{TaskID: st.TaskID, Reason: ReasonDeadlock, Error: err.Error()})
+			}
+			u.Escalations.Set(escs)
+			u.Log.Add(p.entry("", "%v", err))
+		} else if err != nil {
+			return u, err
+		}
+		putChanged(&u, s, tasks)
+		return u, nil
+	}
+	for _, id := range batch {
+		var err error
+		if tasks, err = scheduler.Start(tasks, id); err != nil {
+			return u, err
+		}
+		t := findTask(tasks, id)
+		u.Log.Add(p.entry(id, "started %s (attempt %d of %d): %s", id, t.Attempts+1, t.MaxAttempts, t.Title))
+	}
+	putChanged(&u, s, tasks)
+	u.Batch.Set(batch)
+	return u, nil
+}
+
+func (p *Pipeline) selectRouter(_ context.Context, s State) ([]graph.Send, error) {
+	if len(s.Escalations.Get()) > 0 {
+		return []graph.Send{{Node: NodeEscalation}}, nil
+	}
+	batch := s.Batch.Get()
+	switch len(batch) {
+	case 0:
+		return []graph.Send{{Node: NodeBuild}}, nil
+	case 1:
+		return []graph.Send{{Node: NodeImplement}}, nil
+	}
+	sends := make([]graph.Send, len(batch))
+	for i, id := range batch {
+		sends[i] = graph.Send{Node: NodeImplementParallel, Input: id}
+	}
+	return sends, nil
+}
+
+// implement runs the worker on one task in a fresh worktree and commits
+// what it changed.
+func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, error) {
+	var u State
+	task, ok := s.Tasks.Get(id)
+	if !ok {
+		return u, fmt.Errorf("implement: unknown task %q", id)
+	}
+	if task.Status == planner.StatusPending {
+		// A retry routed straight back from verify_task.
+		tasks, err := scheduler.Start(tasksOf(s), id)
+		if err != nil {
+			return u, err
+		}
+		task = *findTask(tasks, id)
+		u.Tasks.Put(id, task)
+	}
+	// The prompt's attempt number restarts after a review's retry; seq, the
+	// try's number for worktrees, trailers and conversations, never does.
+	attempt := task.Attempts + 1
+	seq := nextSeq(s, id)
+	run := s.RunID.Get()
+	// A worktree of this very try means the process died while the worker
+	// ran: the worker resumes its conversation there.
+	wt, err := p.Repo.Get(ctx, run, id, seq)
+	resumed := err == nil
+	if !resumed {
+		if wt, err = p.Repo.Create(ctx, run, id, seq); err != nil {
+			return u, fmt.Errorf("implement %s: %w", id, err)
+		}
+	}
+	rec := Attempt{TaskID: id, Attempt: attempt, Seq: seq, Worktree: wt.Name(), Branch: wt.Branch}
+	job := agent.Job{RunID: run, Task: task, Attempt: attempt, MaxAttempts: task.MaxAttempts, Worktree: wt.Path,
+		PreviousError: task.Error, ReviewerNote: task.ImplementationNotes,
+		ConversationID: agent.ConversationID(run, id, seq, 0), Restart: !resumed}
+	out, werr := p.Worker.Implement(ctx, job)
+	if werr != nil {
+		if ctx.Err() != nil {
+			return u, werr
+		}
+		rec.Error = "worker: " + werr.Error()
+	}
+	rec.Worker, rec.WorkerReason = out.Summary, string(out.Status)
+	if out.Detail != "" {
+		rec.WorkerReason += ": " + out.Detail
+	}
+	if out.Status == agent.OutcomeQuestion {
+		rec.Question = out.Question
+	}
+	rec.ConversationID = out.ConversationID
+	rec.InputTokens, rec.OutputTokens, rec.CostUSD = out.Usage.InputTokens, out.Usage.OutputTokens, out.Usage.CostUSD
+	sha, changed, err := p.Repo.Commit(ctx, wt, fmt.Sprintf("%s: %s", id, task.Title))
+	if err != nil {
+		return u, fmt.Errorf("implement %s: commit: %w", id, err)
+	}
+	if !changed && resumed {
+		// Committed before the crash.
+		ahead, _ := gitOutput(ctx, wt.Path, "rev-list", "--count", p.Repo.MainBranch()+"..HEAD")
+		changed = strings.TrimSpace(ahead) != "0" && strings.TrimSpace(ahead) != ""
+	}
+	rec.Commit, rec.Changed = sha, changed
+	if changed {
+		rec.Diff = p.diff(ctx, wt)
+	}
+	p.crash("implement:after_commit")
+	u.Attempts.Put(attemptKey(id, seq), rec)
+	msg := "worker finished"
+	if rec.WorkerReason != "" {
+		msg += " (" + rec.WorkerReason + ")"
+	}
+	if !changed {
+		msg += "; it changed nothing"
+	}
+	u.Log.Add(p.entry(id, "%s attempt %d: %s", id, attempt, msg))
+	return u, nil
+}
+
+// verify runs the tests of the batch's attempts in their worktrees, then
+// integrates the passing ones into main in batch order.
+func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
+	var u State
+	batch := s.Batch.Get()
+	tasks := tasksOf(s)
+	recs := make([]Attempt, len(batch))
+	wts := make([]*worktree.Worktree, len(batch))
+	var wg sync.WaitGroup
+	errs := make([]error, len(batch))
+	for i, id := range batch {
+		t := findTask(tasks, id)
+		if t == nil {
+			return u, fmt.Errorf("verify: unknown task %q", id)
+		}
+		rec, ok := s.Attempts.Get(attemptKey(id, nextSeq(s, id)-1))
+		if !ok {
+			return u, fmt.Errorf("verify %s: no attempt recorded", id)
+		}
+		recs[i] = rec
+		wg.Go(func() {
+			wts[i], errs[i] = p.Repo.Get(ctx, s.RunID.Get(), id, rec.Seq)
+			if errs[i] != nil || rec.Question != "" || rec.Error != "" {
+				return
+			}
+			report, err := Verify(ctx, wts[i].Path, t.FilesToCreate, t.TestFiles, p.Verify)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			recs[i].Tests = &report
+			recs[i].Verified = report.Passed
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return u, err
+	}
+	var escs []Escalation
+	for i, id := range batch {
+		rec := &recs[i]
+		var failure, reason string
+		switch {
+		case errs[i] != nil && errors.Is(errs[i], worktree.ErrNotFound):
+			failure = "the attempt's worktree is gone: " + errs[i].Error()
+		case errs[i] != nil:
+			return u, fmt.Errorf("verify %s: %w", id, errs[i])
+		case rec.Question != "":
+			// A question costs no attempt: the task waits, pending, for
+			// the reviewer's answer (a retry note) or decision.
+			if t := findTask(tasks, id); t != nil {
+				t.Status, t.Error = planner.StatusPending, "the worker asks: "+rec.Question
+			}
+			escs = append(escs, Escalation{TaskID: id, Reason: ReasonQuestion, Error: rec.Question})
+			u.Log.Add(p.entry(id, "%s: the worker asks: %s", id, rec.Question))
+			u.Attempts.Put(attemptKey(id, rec.Seq), *rec)
+			continue
+		case rec.Error != "":
+			failure = rec.Error
+		case !rec.Verified:
+			failure = rec.Tests.ErrorContext(4000)
+		case !rec.Changed:
+			// The worker changed nothing and the tests pass: the work was
+			// already on main.
+			var err error
+			if tasks, err = scheduler.Pass(tasks, id); err != nil {
+				return u, err
+			}
+			u.Log.Add(p.entry(id, "%s passed its tests without changes; nothing to integrate", id))
+		default:
+			sha, conflicts, err := p.integrate(ctx, wts[i])
+			if err != nil {
+				return u, fmt.Errorf("integrate %s: %w", id, err)
+			}
+			if len(conflicts) > 0 {
+				rec.Conflicts = conflicts
+				failure = "merge conflict with main in " + strings.Join(conflicts, ", ") + "; main moved on: redo the task on the new main"
+				reason = ReasonConflict
+				break
+			}
+			rec.Integrated = sha
+			var err2 error
+			if tasks, err2 = scheduler.Pass(tasks, id); err2 != nil {
+				return u, err2
+			}
+			u.Integrated.Add(attemptKey(id, rec.Seq))
+			u.Log.Add(p.entry(id, "%s passed its tests and was integrated as %s", id, short(sha)))
+		}
+		if failure != "" {
+			rec.Error = failure
+			var escalate bool
+			var err error
+			if tasks, escalate, err = scheduler.Fail(tasks, id, failure); err != nil {
+				return u, err
+			}
+			t := findTask(tasks, id)
+			if escalate {
+				if reason == "" {
+					reason = ReasonMaxAttempts
+				}
+				escs = append(escs, Escalation{TaskID: id, Reason: reason, Error: failure})
+				u.Log.Add(p.entry(id, "%s failed attempt %d of %d; escalating to a human", id, rec.Attempt, t.MaxAttempts))
+			} else {
+				u.Log.Add(p.entry(id, "%s failed attempt %d of %d; retrying: %s", id, rec.Attempt, t.MaxAttempts, firstLine(failure)))
+			}
+		}
+		u.Attempts.Put(attemptKey(id, rec.Seq), *rec)
+	}
+	putChanged(&u, s, tasks)
+	if len(escs) > 0 {
+		u.Escalations.Set(escs)
+	}
+	return u, nil
+}
+
+// integrate applies an attempt to main exactly once. It returns the
+// commit on main, or the conflicting files.
+func (p *Pipeline) integrate(ctx context.Context, wt *worktree.Worktree) (string, []string, error) {
+	p.crash("integrate:before")
+	res, err := p.Repo.Integrate(ctx, wt)
+	var cerr *worktree.ConflictError
+	if errors.As(err, &cerr) {
+		return "", cerr.Files, nil
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	p.crash("integrate:after")
+	return res.Commit, nil, nil
+}
+
+func (p *Pipeline) diff(ctx context.Context, wt *worktree.Worktree) string {
+	out, err := gitOutput(ctx, wt.Path, "diff", "--stat", "--patch", "HEAD~1", "HEAD")
+	if err != nil {
+		return ""
+	}
+	return trimHeadTail(out, 8000)
+}
+
+func (p *Pipeline) verifyRouter(_ context.Context, s State) (string, error) {
+	if len(s.Escalations.Get()) > 0 {
+		return NodeEscalation, nil
+	}
+	tasks := tasksOf(s)
+	if finished(tasks) {
+		return NodeBuild, nil
+	}
+	if batch := s.Batch.Get(); len(batch) == 1 && p.Workers <= 1 {
+		if t := findTask(tasks, batch[0]); t != nil && t.Status == planner.StatusPending && t.Attempts > 0 {
+			return NodeImplement, nil // retry with the error
+		}
+	}
+	return NodeSelect, nil
+}
+
+// EscalationPayload is what a human_escalation interrupt carries.
+type EscalationPayload struct {
+	TaskID   string `json:"task_id"`
+	Title    string `json:"title"`
+	Reason   string `json:"reason"`
+	Error    string `json:"error"`
+	Attempts int    `json:"attempts"`
+	// Attempt is the key of the task's last attempt in State.Attempts.
+	Attempt string `json:"attempt,omitempty"`
+}
+
+// escalate asks a human about each escalated task, then applies the
+// decisions.
+func (p *Pipeline) escalate(ctx context.Context, s State) (State, error) {
+	var u State
+	escs := s.Escalations.Get()
+	tasks := tasksOf(s)
+	decisions := make([]Decision, len(escs))
+	var errs []error
+	for i, e := range escs {
+		payload := EscalationPayload{TaskID: e.TaskID, Reason: e.Reason, Error: e.Error}
+		if t := findTask(tasks, e.TaskID); t != nil {
+			payload.Title, payload.Attempts = t.Title, t.Attempts
+			if seq := nextSeq(s, t.ID) - 1; seq > 0 {
+				payload.Attempt = attemptKey(t.ID, seq)
+			}
+		}
+		d, err := graph.Interrupt[Decision](ctx, payload)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		decisions[i] = d
+	}
+	if len(errs) > 0 {
+		return u, errors.Join(errs...)
+	}
+	for i, e := range escs {
+		d := decisions[i]
+		var err error
+		switch d.Action {
+		case ActionAbort:
+			u.Outcome.Set(OutcomeAborted)
+			u.Log.Add(p.entry(e.TaskID, "review: abort the run"))
+			u.Escalations.Set(nil)
+			putChanged(&u, s, tasks)
+			return u, nil
+		case ActionFixed:
+			tasks, err = scheduler.Fix(tasks, e.TaskID)
+		case ActionRetry:
+			tasks, err = scheduler.Retry(tasks, e.TaskID, d.Note)
+		case ActionSkip:
+			tasks, err = scheduler.Skip(tasks, e.TaskID)
+		default:
+			err = fmt.Errorf("review of %s: unknown action %q (want fixed, retry, skip or abort)", e.TaskID, d.Action)
+		}
+		if err != nil {
+			return u, err
+		}
+		note := ""
+		if d.Note != "" {
+			note = ": " + d.Note
+		}
+		u.Log.Add(p.entry(e.TaskID, "review: %s %s%s", d.Action, e.TaskID, note))
+	}
+	putChanged(&u, s, tasks)
+	u.Escalations.Set(nil)
+	u.Batch.Set(nil)
+	return u, nil
+}
+
+func (p *Pipeline) escalationRouter(_ context.Context, s State) (string, error) {
+	if s.Outcome.Get() == OutcomeAborted {
+		return graph.END, nil
+	}
+	return NodeSelect, nil
+}
+
+func short(sha string) string {
+	if len(sha) > 10 {
+		return sha[:10]
+	}
+	return sha
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if len(line) > 160 {
+		line = line[:160] + "…"
+	}
+	return line
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// nextSeq returns the number of the next try of a task: one more than the
+// tries recorded.
+func nextSeq(s State, taskID string) int {
+	n := 0
+	prefix := taskID + "/"
+	for _, k := range s.Attempts.Keys() {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			if v, err := strconv.Atoi(rest); err == nil && v > n {
+				n = v
+			}
+		}
+	}
+	return n + 1
+}

@@ -1,0 +1,117 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/worktree"
+)
+
+// Registry records runs; *Store implements it.
+type Registry interface {
+	CreateRun(ctx context.Context, r Run) error
+	SetRunStatus(ctx context.Context, id, status string) error
+}
+
+// Runner drives pipeline runs on a checkpoint saver.
+type Runner struct {
+	Pipeline *Pipeline
+	Saver    checkpoint.Saver
+	Registry Registry
+	// StepLimit bounds the super-steps of one call; 0 means 100,000.
+	StepLimit int
+	Clock     graph.Clock
+	Logger    *slog.Logger
+
+	compiled *graph.Runnable[State]
+}
+
+// Runnable returns the compiled pipeline graph.
+func (r *Runner) Runnable() (*graph.Runnable[State], error) {
+	if r.compiled != nil {
+		return r.compiled, nil
+	}
+	limit := r.StepLimit
+	if limit <= 0 {
+		limit = 100_000
+	}
+	run, err := r.Pipeline.Graph().Compile(&graph.CompileOpts{Saver: r.Saver, StepLimit: limit, Clock: r.Clock, Logger: r.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("compile pipeline: %w", err)
+	}
+	r.compiled = run
+	return run, nil
+}
+
+// Start registers a run and drives it until it ends or stops for review.
+func (r *Runner) Start(ctx context.Context, run Run, opts *graph.RunOpts) (graph.Result[State], error) {
+	g, err := r.Runnable()
+	if err != nil {
+		return graph.Result[State]{}, err
+	}
+	run.Status = RunRunning
+	if err := r.Registry.CreateRun(ctx, run); err != nil {
+		return graph.Result[State]{}, err
+	}
+	res, err := g.Invoke(ctx, run.ID, State{RunID: graph.V(run.ID)}, opts)
+	return res, r.finish(ctx, run.ID, res, err)
+}
+
+// Resume drives a run on from its newest checkpoint, acting on the review
+// decisions recorded for it.
+func (r *Runner) Resume(ctx context.Context, runID string, opts *graph.RunOpts) (graph.Result[State], error) {
+	g, err := r.Runnable()
+	if err != nil {
+		return graph.Result[State]{}, err
+	}
+	if r.Pipeline.Repo != nil {
+		// Worktrees left behind by a crash: nothing is in flight now.
+		if _, err := r.Pipeline.Repo.CleanOrphans(ctx, func(*worktree.Worktree) bool { return false }); err != nil {
+			r.log().WarnContext(ctx, "clean orphan worktrees", slog.Any("error", err))
+		}
+	}
+	res, err := g.Continue(ctx, runID, opts)
+	return res, r.finish(ctx, runID, res, err)
+}
+
+func (r *Runner) log() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}
+
+// finish records the run's status after a call.
+func (r *Runner) finish(ctx context.Context, runID string, res graph.Result[State], err error) error {
+	if errors.Is(err, checkpoint.ErrThreadBusy) {
+		return err // another process drives it; its status is its own
+	}
+	status := StatusOf(res, err)
+	if serr := r.Registry.SetRunStatus(context.WithoutCancel(ctx), runID, status); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// StatusOf maps a call's result to a run status.
+func StatusOf(res graph.Result[State], err error) string {
+	switch {
+	case err != nil:
+		return RunFailed
+	case res.Status == graph.StatusInterrupted:
+		return RunInterrupted
+	case res.Status == graph.StatusDone:
+		switch res.State.Outcome.Get() {
+		case OutcomeCompleted:
+			return RunCompleted
+		case OutcomeAborted:
+			return RunAborted
+		}
+		return RunFailed
+	}
+	return RunRunning
+}

@@ -1,0 +1,107 @@
+package nodes
+
+import (
+	"time"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/planner"
+)
+
+// State is the pipeline's graph state. Tasks and attempts are keyed
+// collections, so a checkpoint stores only the entries a step changed.
+type State struct {
+	RunID       graph.Value[string]              `json:"run_id"`
+	Milestones  graph.Value[[]planner.Milestone] `json:"milestones"`
+	Tasks       graph.Keyed[planner.Task]        `json:"tasks"`
+	Warnings    graph.Value[[]string]            `json:"warnings"`
+	Cycles      graph.Value[[][]string]          `json:"cycles"`
+	Batch       graph.Value[[]string]            `json:"batch"`
+	Attempts    graph.Keyed[Attempt]             `json:"attempts"`
+	Escalations graph.Value[[]Escalation]        `json:"escalations"`
+	// Integrated lists the attempts integrated into main, in order, as
+	// "TASK/ATTEMPT".
+	Integrated graph.Append[string] `json:"integrated"`
+	Builds     graph.Value[int]     `json:"builds"`
+	Outcome    graph.Value[string]  `json:"outcome"`
+	Log        graph.Append[Entry]  `json:"log"`
+}
+
+// Outcomes of a run that ended.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+	OutcomeAborted   = "aborted"
+)
+
+// Entry is one line of the run's log.
+type Entry struct {
+	Time   time.Time `json:"time"`
+	TaskID string    `json:"task_id,omitempty"`
+	Text   string    `json:"text"`
+}
+
+// Attempt records one attempt of a task.
+type Attempt struct {
+	TaskID string `json:"task_id"`
+	// Attempt is the attempt number the worker was told (it restarts
+	// after a review's retry); Seq numbers the task's tries and names the
+	// worktree, the trailer and the conversation.
+	Attempt  int    `json:"attempt"`
+	Seq      int    `json:"seq"`
+	Worktree string `json:"worktree"`
+	Branch   string `json:"branch"`
+	Commit   string `json:"commit,omitempty"`
+	Changed  bool   `json:"changed"`
+	// Worker is what the worker reported.
+	Worker         string  `json:"worker,omitempty"`
+	WorkerReason   string  `json:"worker_reason,omitempty"`
+	Question       string  `json:"question,omitempty"`
+	ConversationID string  `json:"conversation_id,omitempty"`
+	InputTokens    int     `json:"input_tokens,omitempty"`
+	OutputTokens   int     `json:"output_tokens,omitempty"`
+	CostUSD        float64 `json:"cost_usd,omitempty"`
+	// Tests is the verification report.
+	Tests *TestReport `json:"tests,omitempty"`
+	// Diff is the attempt's diff against main, trimmed.
+	Diff       string   `json:"diff,omitempty"`
+	Integrated string   `json:"integrated,omitempty"`
+	Conflicts  []string `json:"conflicts,omitempty"`
+	Error      string   `json:"error,omitempty"`
+	Verified   bool     `json:"verified"`
+}
+
+// attemptKey is an Attempt's key in State.Attempts: "TASK/SEQ".
+func attemptKey(taskID string, seq int) string {
+	return taskID + "/" + itoa(seq)
+}
+
+// Escalation reasons.
+const (
+	ReasonMaxAttempts = "max_attempts"
+	ReasonDeadlock    = "deadlock"
+	ReasonCycle       = "cycle"
+	ReasonConflict    = "conflict"
+	ReasonQuestion    = "question"
+	ReasonBuild       = "build"
+)
+
+// Escalation is a task that needs a human.
+type Escalation struct {
+	TaskID string `json:"task_id"`
+	Reason string `json:"reason"`
+	Error  string `json:"error"`
+}
+
+// Review actions.
+const (
+	ActionFixed = "fixed"
+	ActionRetry = "retry"
+	ActionSkip  = "skip"
+	ActionAbort = "abort"
+)
+
+// Decision is a human's answer to an escalation.
+type Decision struct {
+	Action string `json:"action"`
+	Note   string `json:"note,omitempty"`
+}
