@@ -52,6 +52,7 @@ type app struct {
 var commands = []func(*app) *cobra.Command{
 	newMigrateCmd,
 	newPlanCmd,
+	newReviewCmd,
 }
 
 func newRootCmd(a *app) *cobra.Command {

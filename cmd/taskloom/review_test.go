@@ -1,0 +1,566 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
+)
+
+// reviewNote is the reviewer's note that the scripted model answers with a
+// passing attempt: the retry passes only if the note reaches the prompt.
+const reviewNote = "write good notes"
+
+// reviewProduct lists tasks explicitly, so no model plans them.
+const reviewProduct = `# notes
+
+## Milestone M1: Notes
+Files with notes.
+
+### Task T1: Write the notes file
+- user_story: As a user, I want a notes file, so that I remember things
+- priority: high
+- files_to_create: notes.txt
+- acceptance_criteria: notes.txt holds good notes
+
+### Task T2: Write the log file
+- user_story: As a user, I want a log file, so that I see what happened
+- priority: medium
+- files_to_create: log.txt
+- acceptance_criteria: log.txt holds a good log
+`
+
+// reviewScript is the scripted model: T1's attempts write bad notes, which
+// the verify command rejects, unless the prompt carries the reviewer's
+// note; T2 writes bad content only when t2Fails.
+func reviewScript(t *testing.T, t2Fails bool) string {
+	t.Helper()
+	write := func(path, content string) map[string]any {
+		return map[string]any{"tool_calls": []map[string]any{{"name": "write_to_file", "arguments": map[string]string{"path": path, "content": content}}}}
+	}
+	done := map[string]any{"tool_calls": []map[string]any{{"name": "attempt_completion", "arguments": map[string]string{"result": "done"}}}}
+	t2 := "good log\n"
+	if t2Fails {
+		t2 = "bad log\n"
+	}
+	script := map[string]any{"conversations": []map[string]any{
+		{"match": `Task: T1\b[\s\S]*Reviewer note: ` + regexp.QuoteMeta(reviewNote), "replies": []any{write("notes.txt", "good notes\n"), done}},
+		{"match": `Task: T1\b`, "replies": []any{write("notes.txt", "bad notes\nline 2\nline 3\n"), done}},
+		{"match": `Task: T2\b`, "replies": []any{write("log.txt", t2), done}},
+	}}
+	data, err := json.Marshal(script)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "script.json")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
+}
+
+func reviewGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.com"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return string(out)
+}
+
+// reviewSetup makes a git repo whose run escalates: max_attempts 1 and a
+// verify command that fails when a .txt file says "bad". With 2 workers T1
+// and T2 run side by side and both escalate at once; with 1, T1 escalates
+// and T2 passes. dbURL "" means the default SQLite store. It returns the
+// repo and the PRODUCT.md.
+func reviewSetup(t *testing.T, workers int, dbURL string) (repo, product string) {
+	t.Helper()
+	repo = t.TempDir()
+	reviewGit(t, repo, "init", "-q", "-b", "main")
+	cfg := map[string]any{
+		"max_attempts":       1,
+		"parallel_workers":   workers,
+		"model":              "scripted:" + reviewScript(t, workers > 1),
+		"verify":             map[string]any{"command": []string{"sh", "-c", "! cat *.txt 2>/dev/null | grep -q bad"}, "timeout": "1m"},
+		"build_verification": map[string]any{"command": []string{}},
+		"database":           map[string]any{"url": dbURL},
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".project-config.json"), data, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# notes\n"), 0o644))
+	reviewGit(t, repo, "add", ".")
+	reviewGit(t, repo, "commit", "-q", "-m", "init")
+	product = filepath.Join(t.TempDir(), "PRODUCT.md")
+	require.NoError(t, os.WriteFile(product, []byte(reviewProduct), 0o644))
+	return repo, product
+}
+
+// fakeTerminal is a stdin that stands for a terminal.
+type fakeTerminal struct{ io.Reader }
+
+func (fakeTerminal) IsTerminal() bool { return true }
+
+func reviewCLI(t *testing.T, stdin io.Reader, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Execute(t.Context(), args, stdin, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+var runIDPattern = regexp.MustCompile(`(?m)^run (r\S+)$`)
+
+// reviewRun starts a run that stops for review and returns its ID.
+func reviewRun(t *testing.T, repo, product string) string {
+	t.Helper()
+	code, out, errOut := reviewCLI(t, strings.NewReader(""), "run", product, "--repo", repo)
+	require.Equal(t, exitReview, code, "run: stdout:\n%s\nstderr:\n%s", out, errOut)
+	m := runIDPattern.FindStringSubmatch(out)
+	require.NotNil(t, m, "no run ID in:\n%s", out)
+	return m[1]
+}
+
+// reviewState reads the newest checkpoint of a run.
+func reviewState(t *testing.T, repo, dbURL, runID string) graph.Result[nodes.State] {
+	t.Helper()
+	if dbURL == "" {
+		dbURL = defaultDBURL(repo)
+	}
+	saver, err := checkpoint.Open(t.Context(), dbURL, nil)
+	require.NoError(t, err)
+	defer saver.Close()
+	g, err := (&nodes.Runner{Pipeline: &nodes.Pipeline{}, Saver: saver}).Runnable()
+	require.NoError(t, err)
+	res, err := g.State(t.Context(), runID, -1)
+	require.NoError(t, err)
+	return res
+}
+
+// recordedDecisions reads the store's pending writes of a run: the
+// decisions recorded for its escalated tasks, and the tasks still waiting
+// for one.
+func recordedDecisions(t *testing.T, repo, dbURL, runID string) (map[string]nodes.Decision, []string) {
+	t.Helper()
+	if dbURL == "" {
+		dbURL = defaultDBURL(repo)
+	}
+	saver, err := checkpoint.Open(t.Context(), dbURL, nil)
+	require.NoError(t, err)
+	defer saver.Close()
+	loaded, err := saver.Load(t.Context(), runID, -1)
+	require.NoError(t, err)
+	taskOf := map[string]string{} // interrupt ID -> task ID
+	var order []string
+	answers := map[string]nodes.Decision{}
+	for _, w := range loaded.Writes {
+		switch w.Kind {
+		case checkpoint.WriteInterrupt:
+			var ints []graph.Interruption
+			require.NoError(t, json.Unmarshal(w.Payload, &ints))
+			for _, in := range ints {
+				var p nodes.EscalationPayload
+				require.NoError(t, in.Decode(&p))
+				taskOf[in.ID] = p.TaskID
+				order = append(order, in.ID)
+			}
+		case checkpoint.WriteResume:
+			var d nodes.Decision
+			require.NoError(t, json.Unmarshal(w.Payload, &d))
+			answers[w.TaskID] = d
+		}
+	}
+	decisions := map[string]nodes.Decision{}
+	var pending []string
+	for _, id := range order {
+		if d, ok := answers[id]; ok {
+			decisions[taskOf[id]] = d
+		} else {
+			pending = append(pending, taskOf[id])
+		}
+	}
+	return decisions, pending
+}
+
+func taskStatus(t *testing.T, res graph.Result[nodes.State], id string) planner.Task {
+	t.Helper()
+	task, ok := res.State.Tasks.Get(id)
+	require.True(t, ok, "task %s", id)
+	return task
+}
+
+func mainFile(t *testing.T, repo, path string) string {
+	t.Helper()
+	cmd := exec.Command("git", "show", "main:"+path)
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+func TestReviewValidate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no run", []string{"review"}, exitUsage, "review needs a run ID"},
+		{"bad action", []string{"review", "r1", "--action", "redo"}, exitUsage, `--action "redo": want fixed, retry, skip or abort`},
+		{"note without action", []string{"review", "r1", "--note", "x"}, exitUsage, "--note goes with --action"},
+		{"empty task", []string{"review", "r1", "--task", "", "--action", "skip"}, exitUsage, "want a task ID, or several"},
+		{"empty task in a list", []string{"review", "r1", "--task", "T1,", "--action", "skip"}, exitUsage, "want a task ID, or several"},
+		{"unknown flag", []string{"review", "r1", "--bogus"}, exitUsage, "unknown flag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, errOut := reviewCLI(t, strings.NewReader(""), tc.args...)
+			require.Equal(t, tc.code, code, "stderr: %s", errOut)
+			require.Contains(t, errOut, tc.want)
+			require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
+		})
+	}
+}
+
+func TestReviewFlagsSkipThenResume(t *testing.T) {
+	t.Parallel()
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			t.Parallel()
+			dbURL := ""
+			if store == "postgres" {
+				dbURL = checkpointtest.NewEmptyPostgresSchema(t)
+			}
+			repo, product := reviewSetup(t, 1, dbURL)
+			runID := reviewRun(t, repo, product)
+
+			// No terminal and no --action: the escalation is shown, exit 2.
+			code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo)
+			require.Equal(t, exitUsage, code, "stderr: %s", errOut)
+			require.Contains(t, out, "T1 — Write the notes file")
+			require.Contains(t, out, "reason:   max attempts reached")
+			require.Contains(t, out, "attempts: 1 of 1 (status failed)")
+			require.Contains(t, out, "+bad notes")
+			require.Contains(t, errOut, "--task ID --action fixed|retry|skip|abort")
+
+			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T9", "--action", "skip")
+			require.Equal(t, exitError, code)
+			require.Equal(t, "taskloom: task T9 has no pending escalation in run "+runID+" (pending: T1)\n", errOut)
+
+			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", "r-missing", "--repo", repo, "--action", "skip")
+			require.Equal(t, exitError, code)
+			require.Contains(t, errOut, "run r-missing not found")
+
+			// Only T1 is escalated, so --task may be left out.
+			code, out, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
+			require.Equal(t, exitOK, code, "stderr: %s", errOut)
+			require.Equal(t, "recorded for run "+runID+":\n  T1         skip\nnext: taskloom resume "+runID+"\n", out)
+
+			decisions, pending := recordedDecisions(t, repo, dbURL, runID)
+			require.Equal(t, map[string]nodes.Decision{"T1": {Action: nodes.ActionSkip}}, decisions)
+			require.Empty(t, pending)
+			res := reviewState(t, repo, dbURL, runID)
+			require.Empty(t, res.Interrupts, "the escalation is answered")
+			require.Equal(t, graph.StatusPending, res.Status)
+			require.Equal(t, planner.StatusFailed, taskStatus(t, res, "T1").Status, "review only records; resume acts")
+
+			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "retry")
+			require.Equal(t, exitError, code)
+			require.Equal(t, "taskloom: run "+runID+" has no pending escalation: its review decisions are recorded; continue it with taskloom resume "+runID+"\n", errOut)
+
+			code, out, errOut = reviewCLI(t, strings.NewReader(""), "resume", runID, "--repo", repo)
+			require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			res = reviewState(t, repo, dbURL, runID)
+			require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
+			require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T1").Status)
+			require.Equal(t, planner.StatusCompleted, taskStatus(t, res, "T2").Status)
+			require.Empty(t, mainFile(t, repo, "notes.txt"), "a skipped task is not integrated")
+
+			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
+			require.Equal(t, exitError, code)
+			require.Equal(t, "taskloom: run "+runID+" is not waiting for a review (it is completed); nothing to decide\n", errOut)
+		})
+	}
+}
+
+func TestReviewFlagsRetryWithNoteAndResume(t *testing.T) {
+	t.Parallel()
+	repo, product := reviewSetup(t, 1, "")
+	runID := reviewRun(t, repo, product)
+
+	code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo,
+		"--task", "T1", "--action", "retry", "--note", reviewNote, "--resume")
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "  T1         retry (note: "+reviewNote+")\n")
+	require.Contains(t, out, "run "+runID+" (resumed)")
+
+	res := reviewState(t, repo, "", runID)
+	require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
+	t1 := taskStatus(t, res, "T1")
+	require.Equal(t, planner.StatusCompleted, t1.Status)
+	require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+reviewNote)
+	// Only the conversation that matches the note writes good notes.
+	require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
+}
+
+func TestReviewFlagsTwoEscalations(t *testing.T) {
+	t.Parallel()
+	repo, product := reviewSetup(t, 2, "")
+	runID := reviewRun(t, repo, product)
+
+	code, _, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
+	require.Equal(t, exitUsage, code)
+	require.Equal(t, "taskloom: run "+runID+" has 2 escalated tasks (T1, T2): pass --task ID for each decision\n", errOut)
+
+	// A decision for one of two tasks is recorded; the run stays paused.
+	code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T2", "--action", "fixed")
+	require.Equal(t, exitOK, code, "stderr: %s", errOut)
+	require.Equal(t, "recorded for run "+runID+":\n  T2         fixed\nstill waiting for a decision: T1 (taskloom review "+runID+")\n", out)
+	decisions, pending := recordedDecisions(t, repo, "", runID)
+	require.Equal(t, map[string]nodes.Decision{"T2": {Action: nodes.ActionFixed}}, decisions)
+	require.Equal(t, []string{"T1"}, pending)
+
+	code, out, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T1", "--action", "skip", "--resume")
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	res := reviewState(t, repo, "", runID)
+	require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
+	require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T1").Status)
+	require.Equal(t, planner.StatusCompleted, taskStatus(t, res, "T2").Status, "fixed by hand")
+}
+
+func TestReviewFlagsAbort(t *testing.T) {
+	t.Parallel()
+	repo, product := reviewSetup(t, 2, "")
+	runID := reviewRun(t, repo, product)
+
+	// With T2 still undecided, --resume does not resume.
+	code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T1", "--action", "skip", "--resume")
+	require.Equal(t, exitReview, code, "stderr: %s", errOut)
+	require.Equal(t, "recorded for run "+runID+":\n  T1         skip\nstill waiting for a decision: T2 (taskloom review "+runID+")\n"+
+		"not resuming: the run resumes once every escalated task has a decision\n", out)
+
+	// abort needs no --task and answers every pending escalation.
+	code, out, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "abort", "--resume")
+	require.Equal(t, exitFailed, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Contains(t, out, "recorded for run "+runID+":\n  T2         abort\nrun "+runID+" (resumed)")
+	res := reviewState(t, repo, "", runID)
+	require.Equal(t, nodes.OutcomeAborted, res.State.Outcome.Get())
+}
+
+func TestReviewInteractive(t *testing.T) {
+	t.Parallel()
+	repo, product := reviewSetup(t, 2, "")
+	runID := reviewRun(t, repo, product)
+
+	keys := strings.Join([]string{
+		"x",        // not an action
+		"r",        // retry T1
+		reviewNote, // its note
+		"n",        // not confirmed: ask again
+		"r",        // retry T1
+		reviewNote, // its note
+		"y",        // confirmed
+		"s",        // skip T2
+		"",         // confirmed by default
+		"n",        // do not resume now
+	}, "\n") + "\n"
+	code, out, errOut := reviewCLI(t, fakeTerminal{strings.NewReader(keys)}, "review", runID, "--repo", repo)
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	for _, want := range []string{
+		"run " + runID + " is paused for human review: 2 escalated task(s)\n",
+		"== [1/2] T1 — Write the notes file\n",
+		"== [2/2] T2 — Write the log file\n",
+		"+bad notes",
+		"+bad log",
+		"T1: [f]ixed  [r]etry  [s]kip  [a]bort > type f, r, s or a (then Enter)\n",
+		"note for the worker's next attempt (optional, Enter for none): ",
+		`Retry T1 with the note "` + reviewNote + `"? [Y/n] `,
+		"Skip T2? [Y/n] ",
+		"recorded for run " + runID + ":\n  T1         retry (note: " + reviewNote + ")\n  T2         skip\n",
+		"Resume now? [y/N] next: taskloom resume " + runID + "\n",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.Equal(t, 3, strings.Count(out, "T1: [f]ixed  [r]etry  [s]kip  [a]bort"), "asked again after x and after the refused confirmation:\n%s", out)
+	decisions, pending := recordedDecisions(t, repo, "", runID)
+	require.Equal(t, map[string]nodes.Decision{
+		"T1": {Action: nodes.ActionRetry, Note: reviewNote},
+		"T2": {Action: nodes.ActionSkip},
+	}, decisions)
+	require.Empty(t, pending)
+
+	code, out, errOut = reviewCLI(t, strings.NewReader(""), "resume", runID, "--repo", repo)
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	res := reviewState(t, repo, "", runID)
+	require.Equal(t, planner.StatusCompleted, taskStatus(t, res, "T1").Status)
+	require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T2").Status)
+	require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
+}
+
+func TestReviewInteractiveAbortAndResumeNow(t *testing.T) {
+	t.Parallel()
+	repo, product := reviewSetup(t, 2, "")
+	runID := reviewRun(t, repo, product)
+
+	keys := "a\n\na\ny\ny\n" // abort, refused by default, abort, confirmed, resume now
+	code, out, errOut := reviewCLI(t, fakeTerminal{strings.NewReader(keys)}, "review", runID, "--repo", repo)
+	require.Equal(t, exitFailed, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Equal(t, 2, strings.Count(out, "Abort the whole run? Every escalated task is answered with abort. [y/N] "))
+	require.NotContains(t, out, "[2/2]", "abort ends the review")
+	require.Contains(t, out, "  T1         abort\n  T2         abort\n")
+	require.Contains(t, out, "Resume now? [y/N] run "+runID+" (resumed)")
+	require.Equal(t, nodes.OutcomeAborted, reviewState(t, repo, "", runID).State.Outcome.Get())
+}
+
+func TestReviewInteractiveInputEnds(t *testing.T) {
+	t.Parallel()
+	repo, product := reviewSetup(t, 2, "")
+	runID := reviewRun(t, repo, product)
+
+	code, out, errOut := reviewCLI(t, fakeTerminal{strings.NewReader("f\ny\n")}, "review", runID, "--repo", repo)
+	require.Equal(t, exitError, code, "stdout:\n%s", out)
+	require.Equal(t, "taskloom: review cancelled before all decisions were taken; nothing was recorded\n", errOut)
+	decisions, pending := recordedDecisions(t, repo, "", runID)
+	require.Empty(t, decisions, "nothing recorded")
+	require.Equal(t, []string{"T1", "T2"}, pending)
+}
+
+func TestReviewInteractiveViewAll(t *testing.T) {
+	t.Parallel()
+	rv := &review{runID: "r1", decisions: map[string]nodes.Decision{}}
+	long := strings.Repeat("failing line\n", 60)
+	e := escalation{interruptID: "i1", payload: nodes.EscalationPayload{TaskID: "T1", Title: "Long", Reason: nodes.ReasonMaxAttempts, Error: long, Attempts: 3},
+		task: planner.Task{ID: "T1", Title: "Long", Status: planner.StatusFailed, Attempts: 3, MaxAttempts: 3}}
+	rv.pending = []escalation{e}
+	rv.tasks = []planner.Task{e.task}
+	var out bytes.Buffer
+	// view all, page once, stop, then fixed (confirmed by default).
+	p := newPrompter(t.Context(), strings.NewReader("v\n\nf\n\n"), &out)
+	require.NoError(t, rv.decideInteractively(p, rv.pending))
+	got := out.String()
+	require.Contains(t, got, "  … 40 more line(s) cut\n")
+	require.Contains(t, got, "[a]bort  [v]iew all > ")
+	require.Contains(t, got, "-- 24 more line(s): Enter for more, q to stop -- ")
+	require.Equal(t, 20+60, strings.Count(got, "failing line"), "cut view, then the full error")
+	require.Equal(t, nodes.Decision{Action: nodes.ActionFixed}, rv.decisions["i1"])
+}
+
+func TestReviewBusyRun(t *testing.T) {
+	t.Parallel()
+	repo, product := reviewSetup(t, 1, "")
+	runID := reviewRun(t, repo, product)
+
+	saver, err := checkpoint.Open(t.Context(), defaultDBURL(repo), nil)
+	require.NoError(t, err)
+	defer saver.Close()
+	lease, err := saver.Acquire(t.Context(), runID, "pid 4242, host elsewhere", time.Now(), time.Minute)
+	require.NoError(t, err)
+
+	code, _, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
+	require.Equal(t, exitError, code)
+	require.Equal(t, "taskloom: run "+runID+" is being driven by another process (pid 4242, host elsewhere); wait for it to finish or stop it\n", errOut)
+	_, pending := recordedDecisions(t, repo, "", runID)
+	require.Equal(t, []string{"T1"}, pending, "nothing recorded")
+
+	require.NoError(t, saver.Release(t.Context(), lease))
+	code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
+	require.Equal(t, exitOK, code, "stderr: %s", errOut)
+}
+
+func TestIsInteractive(t *testing.T) {
+	t.Parallel()
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	defer w.Close()
+	for _, tc := range []struct {
+		name string
+		in   io.Reader
+		out  io.Writer
+		want bool
+	}{
+		{"forced", fakeTerminal{strings.NewReader("")}, &bytes.Buffer{}, true},
+		{"buffers", strings.NewReader(""), &bytes.Buffer{}, false},
+		{"null device", null, null, false},
+		{"pipes", r, w, false},
+	} {
+		require.Equal(t, tc.want, isInteractive(tc.in, tc.out), tc.name)
+	}
+}
+
+func TestReviewShowOne(t *testing.T) {
+	t.Parallel()
+	failing := nodes.TestReport{ExitCode: 1, Format: "gotest", Total: 4, Failed: 1,
+		Failures: []nodes.TestFailure{{Name: "TestAdd", Package: "example/a", Output: "a_test.go:9: got 3, want 4"}},
+		Output:   "=== RUN   TestAdd\n    a_test.go:9: got 3, want 4\n--- FAIL: TestAdd (0.00s)\nFAIL\texample/a\t0.01s"}
+	failing.Output += strings.Repeat("\nmore output", 40)
+	for _, tc := range []struct {
+		name    string
+		e       escalation
+		want    []string
+		notWant []string
+		cut     bool
+	}{{
+		name: "failed tests",
+		e: escalation{
+			payload: nodes.EscalationPayload{TaskID: "T1", Title: "Add", Reason: nodes.ReasonMaxAttempts, Error: failing.ErrorContext(4000), Attempts: 3, Attempt: "T1/3"},
+			task:    planner.Task{ID: "T1", Status: planner.StatusFailed, Attempts: 3, MaxAttempts: 3},
+			attempt: &nodes.Attempt{TaskID: "T1", Attempt: 3, Branch: "b", Diff: "+x", Tests: &failing},
+		},
+		want: []string{"== [1/1] T1 — Add\n", "reason:   max attempts reached\n", "attempts: 3 of 3 (status failed)\n",
+			"tests:    1 of 4 failed, gotest, exit code 1\n", "error:\n  │ 1 of 4 tests failed", "--- FAIL: TestAdd (example/a)",
+			"diff of attempt 3 (b):\n  │ +x\n", "test output:\n  │ === RUN   TestAdd\n", "  … 19 more line(s) cut\n"},
+		cut: true,
+	}, {
+		name: "question",
+		e: escalation{
+			payload: nodes.EscalationPayload{TaskID: "T2", Title: "Ask", Reason: nodes.ReasonQuestion, Error: "which port?", Attempts: 0, Attempt: "T2/1"},
+			task:    planner.Task{ID: "T2", Status: planner.StatusPending, MaxAttempts: 3},
+			attempt: &nodes.Attempt{TaskID: "T2", Attempt: 1, Worktree: "w", Question: "which port?"},
+		},
+		want:    []string{"reason:   the worker has a question\n", "attempts: 0 of 3 (status pending)\n", "question:\n  │ which port?\n", "diff of attempt 1:\n  │ (the attempt changed nothing)\n"},
+		notWant: []string{"tests:", "test output", "cut"},
+	}, {
+		name: "conflict",
+		e: escalation{
+			payload: nodes.EscalationPayload{TaskID: "T3", Title: "Merge", Reason: nodes.ReasonConflict, Error: "merge conflict with main in a.go", Attempts: 3, Attempt: "T3/3"},
+			attempt: &nodes.Attempt{TaskID: "T3", Attempt: 3, Conflicts: []string{"a.go", "b.go"}, Diff: "+y", Tests: &nodes.TestReport{Passed: true, Format: "exit-code"}},
+		},
+		want: []string{"reason:   merge conflict that persists after retries\n", "attempts: 3\n", "tests:    passed, exit-code, exit code 0\n", "conflicting files:\n  │ a.go\n  │ b.go\n"},
+	}, {
+		name: "cycle without attempt",
+		e: escalation{
+			payload: nodes.EscalationPayload{TaskID: "T4", Title: "Loop", Reason: nodes.ReasonCycle, Error: "dependency cycle T4 -> T5 -> T4"},
+			task:    planner.Task{ID: "T4", Status: planner.StatusPending, MaxAttempts: 3},
+		},
+		want:    []string{"reason:   dependency cycle\n", "error:\n  │ dependency cycle T4 -> T5 -> T4\n"},
+		notWant: []string{"diff", "tests:"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rv := &review{runID: "r1"}
+			var b strings.Builder
+			cut := rv.showOne(&b, tc.e, 0, 1, false)
+			for _, w := range tc.want {
+				require.Contains(t, b.String(), w)
+			}
+			for _, w := range tc.notWant {
+				require.NotContains(t, b.String(), w)
+			}
+			require.Equal(t, tc.cut, cut, "got:\n%s", b.String())
+		})
+	}
+}
