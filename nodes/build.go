@@ -22,15 +22,11 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	if s.Outcome.Get() == OutcomeAborted {
 		return u, nil
 	}
+	p.cleanWorktrees(ctx)
 	n := s.Builds.Get() + 1
 	u.Builds.Set(n)
 	run := s.RunID.Get()
 	buildID := "build"
-	if old, err := p.Repo.Get(ctx, run, buildID, n); err == nil {
-		if err := p.Repo.Remove(ctx, old); err != nil {
-			return u, fmt.Errorf("build verification: remove stale worktree: %w", err)
-		}
-	}
 	wt, err := p.Repo.Create(ctx, run, buildID, n)
 	if err != nil {
 		return u, fmt.Errorf("build verification: %w", err)

@@ -204,17 +204,7 @@ func finished(tasks []planner.Task) bool {
 // selectTask picks the next task or batch, or finds a deadlock.
 func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 	var u State
-	// Worktrees of finished attempts are removed once their results are
-	// checkpointed; nothing is in flight while select_task runs.
-	if p.Repo != nil {
-		removed, err := p.Repo.CleanOrphans(ctx, func(*worktree.Worktree) bool { return false })
-		if err != nil {
-			p.log().WarnContext(ctx, "clean worktrees", slog.Any("error", err))
-		}
-		for _, w := range removed {
-			p.log().DebugContext(ctx, "removed worktree", slog.String("worktree", w.Name()))
-		}
-	}
+	p.cleanWorktrees(ctx)
 	tasks := scheduler.Propagate(tasksOf(s))
 	u.Batch.Set(nil)
 	if finished(tasks) {
@@ -250,6 +240,22 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 	putChanged(&u, s, tasks)
 	u.Batch.Set(batch)
 	return u, nil
+}
+
+// cleanWorktrees removes the worktrees of finished tries. It runs where no
+// try is in flight (select_task, human_escalation, build_verification), so
+// a try's worktree lives until its results are checkpointed.
+func (p *Pipeline) cleanWorktrees(ctx context.Context) {
+	if p.Repo == nil {
+		return
+	}
+	removed, err := p.Repo.CleanOrphans(ctx, func(*worktree.Worktree) bool { return false })
+	if err != nil {
+		p.log().WarnContext(ctx, "clean worktrees", slog.Any("error", err))
+	}
+	for _, w := range removed {
+		p.log().DebugContext(ctx, "removed worktree", slog.String("worktree", w.Name()))
+	}
 }
 
 func (p *Pipeline) selectRouter(_ context.Context, s State) ([]graph.Send, error) {
@@ -303,7 +309,9 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	}
 	rec := Attempt{TaskID: id, Attempt: attempt, Seq: seq, Worktree: wt.Name(), Branch: wt.Branch}
 	job := agent.Job{RunID: run, Task: task, Attempt: attempt, MaxAttempts: task.MaxAttempts, Worktree: wt.Path,
-		PreviousError: task.Error, ReviewerNote: task.ImplementationNotes,
+		// A reviewer's notes are in the task's implementation notes,
+		// which the prompt shows.
+		PreviousError:  task.Error,
 		ConversationID: agent.ConversationID(run, id, seq, 0), Restart: !resumed}
 	out, werr := p.Worker.Implement(ctx, job)
 	if werr != nil {
@@ -517,6 +525,7 @@ type EscalationPayload struct {
 // decisions.
 func (p *Pipeline) escalate(ctx context.Context, s State) (State, error) {
 	var u State
+	p.cleanWorktrees(ctx)
 	escs := s.Escalations.Get()
 	tasks := tasksOf(s)
 	decisions := make([]Decision, len(escs))

@@ -33,14 +33,11 @@ func newProgress(w io.Writer, asJSON bool, runID string) *progress {
 	return &progress{w: w, json: asJSON, live: !asJSON && isTerminal(w), runID: runID, tasks: map[string]planner.Task{}}
 }
 
-// isTerminal reports whether w is a character device.
+// isTerminal reports whether w is a terminal: a character device other
+// than /dev/null.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0 && os.Getenv("TERM") != "dumb"
+	return ok && isCharDevice(f) && os.Getenv("TERM") != "dumb"
 }
 
 func (p *progress) emitJSON(v any) {

@@ -77,7 +77,7 @@ func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) erro
 	if err != nil {
 		return err
 	}
-	meta := runMeta{Model: resolveModelSpec(s.cfg.Model, o.Dir), Workers: s.cfg.ParallelWorkers, ConfigFile: o.ConfigFile}
+	meta := runMeta{Model: resolveModelSpec(s.cfg.Model, o.Dir, s.repo), Workers: s.cfg.ParallelWorkers, ConfigFile: o.ConfigFile}
 	runID := newRunID(time.Now())
 	p, err := s.pipeline(ctx, runID, product, meta)
 	if err != nil {

@@ -96,12 +96,19 @@ func newRunID(now time.Time) string {
 }
 
 // resolveModelSpec makes a scripted model's path absolute, so that a
-// resume from another folder finds it.
-func resolveModelSpec(spec, base string) string {
-	if path, ok := strings.CutPrefix(spec, "scripted:"); ok && !filepath.IsAbs(path) {
-		return "scripted:" + filepath.Join(base, path)
+// resume from another folder finds it. A relative path is looked up in the
+// working directory first, then in the repo (where a config file names it).
+func resolveModelSpec(spec, cwd, repo string) string {
+	path, ok := strings.CutPrefix(spec, "scripted:")
+	if !ok || filepath.IsAbs(path) {
+		return spec
 	}
-	return spec
+	if _, err := os.Stat(filepath.Join(cwd, path)); err != nil {
+		if _, err := os.Stat(filepath.Join(repo, path)); err == nil {
+			return "scripted:" + filepath.Join(repo, path)
+		}
+	}
+	return "scripted:" + filepath.Join(cwd, path)
 }
 
 // pipeline builds the pipeline of a run.

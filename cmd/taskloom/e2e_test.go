@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/examples"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/llm"
+	"github.com/taskloom/taskloom/nodes"
+)
+
+// exampleRepo copies the textkit example into a new git repo and returns
+// its folder. config changes .project-config.json; session changes the
+// scripted session.
+func exampleRepo(t *testing.T, config func(map[string]any), session func(*llm.Script)) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "textkit repo")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	project, sessionJSON, err := examples.Textkit()
+	require.NoError(t, err)
+	require.NoError(t, examples.CopyProject(project, dir))
+	if config != nil {
+		path := filepath.Join(dir, ".project-config.json")
+		var cfg map[string]any
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(data, &cfg))
+		config(cfg)
+		data, err = json.MarshalIndent(cfg, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+	}
+	if session != nil {
+		s, err := llm.ParseScript(sessionJSON)
+		require.NoError(t, err)
+		session(s)
+		sessionJSON, err = json.Marshal(s)
+		require.NoError(t, err)
+	}
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "textkit")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".taskloom"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".taskloom", "demo-session.json"), sessionJSON, 0o644))
+	return dir
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return string(out)
+}
+
+// taskloom runs the CLI in process.
+func taskloom(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := Execute(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// storeArgs returns the --db flag of a store kind.
+func storeArgs(t *testing.T, kind string) []string {
+	if kind == "postgres" {
+		return []string{"--db", checkpointtest.NewPostgresSchema(t)}
+	}
+	return nil
+}
+
+var runIDLine = regexp.MustCompile(`(?m)^run (r[0-9]{8}-[0-9]{6}-[0-9a-f]+)`)
+
+func runID(t *testing.T, stdout string) string {
+	t.Helper()
+	m := runIDLine.FindStringSubmatch(stdout)
+	require.NotNil(t, m, "no run ID in output:\n%s", stdout)
+	return m[1]
+}
+
+// trailers counts the Taskloom-Task trailers on main by task.
+func trailers(t *testing.T, dir string) map[string][]string {
+	t.Helper()
+	out := git(t, dir, "log", "--format=%(trailers:key=Taskloom-Task,valueonly)", "main")
+	byTask := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		parts := strings.Split(line, "/")
+		require.Len(t, parts, 3, "trailer %q", line)
+		byTask[parts[1]] = append(byTask[parts[1]], parts[2])
+	}
+	return byTask
+}
+
+func goTestPasses(t *testing.T, dir string) {
+	t.Helper()
+	git(t, dir, "diff", "--quiet", "HEAD") // the checkout of main is clean
+	cmd := exec.Command("go", "test", "./...")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go test on main:\n%s", out)
+}
+
+func noWorktreesLeft(t *testing.T, dir string) {
+	t.Helper()
+	list := strings.TrimSpace(git(t, dir, "worktree", "list", "--porcelain"))
+	require.Equal(t, 1, strings.Count(list, "worktree "), "worktrees left:\n%s", list)
+	entries, _ := os.ReadDir(filepath.Join(dir, ".taskloom", "worktrees"))
+	require.Empty(t, entries)
+}
+
+func sortedKeys(m map[string][]string) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func TestE2EPipeline(t *testing.T) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		for _, workers := range []int{2, 3} {
+			t.Run(kind+"/workers="+itoa(workers), func(t *testing.T) {
+				dir := exampleRepo(t, func(c map[string]any) { c["parallel_workers"] = workers }, nil)
+				args := append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, storeArgs(t, kind)...)
+				code, stdout, stderr := taskloom(t, args...)
+				require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+				id := runID(t, stdout)
+				goTestPasses(t, dir)
+				noWorktreesLeft(t, dir)
+				tr := trailers(t, dir)
+				require.Equal(t, []string{"T1", "T2", "T3-a", "T3-b", "T4"}, sortedKeys(tr), "each task is integrated")
+				for task, seqs := range tr {
+					require.Len(t, seqs, 1, "task %s integrated once", task)
+				}
+				require.Equal(t, []string{"2"}, tr["T2"], "T2 failed its first try and passed its second")
+				require.Contains(t, stdout, "T2 failed attempt 1 of 3; retrying")
+				require.Contains(t, stdout, "run "+id+": completed")
+
+				// The run's state agrees.
+				s := openTestSession(t, dir, storeArgs2(args))
+				g, err := s.graph()
+				require.NoError(t, err)
+				res, err := g.State(context.Background(), id, -1)
+				require.NoError(t, err)
+				require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
+				t2, _ := res.State.Tasks.Get("T2")
+				require.Equal(t, 1, t2.Attempts, "one failed attempt counted")
+				if workers > 1 {
+					require.Contains(t, stdout, "started T1")
+				}
+			})
+		}
+	}
+}
+
+func storeArgs2(args []string) string {
+	for i, a := range args {
+		if a == "--db" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// openTestSession opens a repo's store the way the commands do.
+func openTestSession(t *testing.T, dir, dbURL string) *session {
+	t.Helper()
+	cmd := newStatusLikeCmd()
+	if dbURL != "" {
+		require.NoError(t, cmd.Flags().Set("db", dbURL))
+	}
+	s, err := openSession(context.Background(), cmd, dir, "")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestE2EMaxAttemptsReview(t *testing.T) {
+	// With one attempt, T2's failing first try is escalated.
+	fixedT2 := func(s *llm.Script) {
+		var fixed llm.Conversation
+		for _, c := range s.Conversations {
+			if strings.HasPrefix(c.Match, `Task: T2 [\s\S]*Attempt: 2 of`) {
+				fixed = c
+			}
+		}
+		fixed.Match = `Task: T2 [\s\S]*use strings\.Fields`
+		s.Conversations = append([]llm.Conversation{fixed}, s.Conversations...)
+	}
+	for _, tc := range []struct {
+		action string
+		note   string
+		fix    bool   // commit a fix to main by hand first
+		want   int    // exit code of the resume
+		status string // T2's final status
+	}{
+		{action: "retry", note: "use strings.Fields", want: 0, status: "completed"},
+		{action: "skip", want: 0, status: "skipped"},
+		{action: "fixed", fix: true, want: 0, status: "completed"},
+		{action: "abort", want: 4, status: "failed"},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			dir := exampleRepo(t, func(c map[string]any) { c["max_attempts"] = 1 }, fixedT2)
+			code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir)
+			require.Equal(t, 3, code, "paused for review\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+			id := runID(t, stdout)
+			if tc.fix {
+				src, err := os.ReadFile(filepath.Join("..", "..", "examples", "textkit", "session.json"))
+				require.NoError(t, err)
+				require.Contains(t, string(src), "strings.Fields")
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "textkit", "count.go"), []byte("package textkit\n\nimport \"strings\"\n\n// WordCount counts words.\nfunc WordCount(s string) int { return len(strings.Fields(s)) }\n"), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "textkit", "count_test.go"), []byte("package textkit\n\nimport \"testing\"\n\nfunc TestWordCount(t *testing.T) {\n\tif WordCount(\" a b \") != 2 {\n\t\tt.Fatal(\"want 2\")\n\t}\n}\n"), 0o644))
+				git(t, dir, "add", "-A")
+				git(t, dir, "commit", "-q", "-m", "fix T2 by hand")
+			}
+			args := []string{"review", id, "--repo", dir, "--task", "T2", "--action", tc.action}
+			if tc.action == "abort" {
+				args = []string{"review", id, "--repo", dir, "--action", "abort"}
+			}
+			if tc.note != "" {
+				args = append(args, "--note", tc.note)
+			}
+			code, stdout, stderr = taskloom(t, args...)
+			require.Equal(t, 0, code, "review\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+			code, stdout, stderr = taskloom(t, "resume", id, "--repo", dir)
+			require.Equal(t, tc.want, code, "resume\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+			s := openTestSession(t, dir, "")
+			g, err := s.graph()
+			require.NoError(t, err)
+			res, err := g.State(context.Background(), id, -1)
+			require.NoError(t, err)
+			t2, _ := res.State.Tasks.Get("T2")
+			require.Equal(t, tc.status, string(t2.Status))
+			if tc.want == 0 {
+				goTestPasses(t, dir)
+			}
+			noWorktreesLeft(t, dir)
+		})
+	}
+}
+
+func TestE2ECycleEscalates(t *testing.T) {
+	dir := exampleRepo(t, nil, nil)
+	product := `# cyclic
+
+## Milestone M1: One
+
+### Task T1: First
+- user_story: As a user I want one thing
+- acceptance_criteria:
+  - it works
+- files_to_create: a.go
+- dependencies: T2
+- priority: high
+
+### Task T2: Second
+- user_story: As a user I want another thing
+- acceptance_criteria:
+  - it works too
+- files_to_create: b.go
+- dependencies: T1
+- priority: high
+`
+	path := filepath.Join(t.TempDir(), "PRODUCT.md")
+	require.NoError(t, os.WriteFile(path, []byte(product), 0o644))
+	code, stdout, stderr := taskloom(t, "run", path, "--repo", dir)
+	require.Equal(t, 3, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "dependency cycle T1 -> T2 -> T1")
+	id := runID(t, stdout)
+	s := openTestSession(t, dir, "")
+	g, err := s.graph()
+	require.NoError(t, err)
+	res, err := g.State(context.Background(), id, -1)
+	require.NoError(t, err)
+	require.Len(t, res.Interrupts, 2)
+	var p nodes.EscalationPayload
+	require.NoError(t, res.Interrupts[0].Decode(&p))
+	require.Equal(t, nodes.ReasonCycle, p.Reason)
+}
+
+func TestE2EMalformedToolCallRetried(t *testing.T) {
+	// T1's worker first sends malformed arguments; the agent answers with an
+	// error tool_result and the worker's next reply is the good call.
+	dir := exampleRepo(t, nil, func(s *llm.Script) {
+		for i, c := range s.Conversations {
+			if strings.HasPrefix(c.Match, `Task: T1 `) {
+				bad := llm.Reply{Content: "Writing the file.", ToolCalls: []llm.ScriptedToolCall{{Name: "write_to_file", Arguments: json.RawMessage(`"{\"path\": \"textkit/reverse.go\", \"content\": "`)}}}
+				s.Conversations[i].Replies = append([]llm.Reply{bad}, c.Replies...)
+			}
+		}
+	})
+	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	id := runID(t, stdout)
+	s := openTestSession(t, dir, "")
+	convs, err := s.store.Conversations(context.Background(), id, "T1")
+	require.NoError(t, err)
+	require.NotEmpty(t, convs)
+	rec, err := s.store.Histories(id).Load(context.Background(), convs[0])
+	require.NoError(t, err)
+	api, err := json.Marshal(rec.API)
+	require.NoError(t, err)
+	ui, err := json.Marshal(rec.UI)
+	require.NoError(t, err)
+	require.Contains(t, strings.ToLower(string(api)), "json", "the error tool_result names the bad JSON")
+	require.Contains(t, string(ui), `"error"`, "the UI history records the error")
+	goTestPasses(t, dir)
+}
+
+var _ = checkpoint.MaskURL
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// newStatusLikeCmd is a command with the store flags, for openSession.
+func newStatusLikeCmd() *cobra.Command {
+	cmd := &cobra.Command{}
+	cmd.Flags().String("db", "", "")
+	cmd.Flags().String("model", "", "")
+	cmd.Flags().Int("workers", 0, "")
+	return cmd
+}
