@@ -339,3 +339,76 @@ func newStatusLikeCmd() *cobra.Command {
 	cmd.Flags().Int("workers", 0, "")
 	return cmd
 }
+
+// TestE2EBuildVerificationRevertsCulprit: two parallel tasks pass their
+// tests alone, but together break the build on main (both define Hello).
+// Build verification finds the newer one, reverts it and retries it; its
+// second try passes and main builds.
+func TestE2EBuildVerificationRevertsCulprit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
+	}
+	write("go.mod", "module example.com/clash\n\ngo 1.22\n")
+	write("greet/doc.go", "// Package greet greets.\npackage greet\n")
+	write(".project-config.json", `{"parallel_workers": 2, "verify": {"command": ["go", "test", "./..."]}, "build_verification": {"command": ["go", "vet", "./..."]}}`)
+	write("PRODUCT.md", `# clash
+
+## Milestone M1: Greetings
+
+### Task T1: English greeting
+- user_story: As a user I want an English greeting
+- acceptance_criteria:
+  - Hello returns hello
+- files_to_create: greet/en.go
+- priority: high
+
+### Task T2: French greeting
+- user_story: As a user I want a French greeting
+- acceptance_criteria:
+  - Bonjour returns bonjour
+- files_to_create: greet/fr.go
+- priority: high
+`)
+	file := func(path, content string) llm.ScriptedToolCall {
+		args, _ := json.Marshal(map[string]string{"path": path, "content": content})
+		return llm.ScriptedToolCall{Name: "write_to_file", Arguments: args}
+	}
+	done := llm.ScriptedToolCall{Name: "attempt_completion", Arguments: json.RawMessage(`{"result": "done"}`)}
+	script := llm.Script{Conversations: []llm.Conversation{
+		{Match: `Task: T1 `, Replies: []llm.Reply{
+			{ToolCalls: []llm.ScriptedToolCall{file("greet/en.go", "package greet\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n")}},
+			{ToolCalls: []llm.ScriptedToolCall{done}},
+		}},
+		{Match: `Task: T2 [\s\S]*Attempt: 1 of`, Replies: []llm.Reply{
+			// A second Hello: fine alone, a duplicate beside T1's.
+			{ToolCalls: []llm.ScriptedToolCall{file("greet/fr.go", "package greet\n\n// Hello greets in French.\nfunc Hello() string { return \"bonjour\" }\n")}},
+			{ToolCalls: []llm.ScriptedToolCall{done}},
+		}},
+		{Match: `Task: T2 [\s\S]*Attempt: 2 of`, Replies: []llm.Reply{
+			{ToolCalls: []llm.ScriptedToolCall{file("greet/fr.go", "package greet\n\n// Bonjour greets in French.\nfunc Bonjour() string { return \"bonjour\" }\n")}},
+			{ToolCalls: []llm.ScriptedToolCall{done}},
+		}},
+	}}
+	data, err := json.Marshal(script)
+	require.NoError(t, err)
+	sessionPath := filepath.Join(t.TempDir(), "session.json")
+	require.NoError(t, os.WriteFile(sessionPath, data, 0o644))
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "clash")
+
+	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--model", "scripted:"+sessionPath)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "build verification failed on main")
+	require.Contains(t, stdout, "T2 broke main; reverted it")
+	require.Contains(t, stdout, "build verification passed on main")
+	log := git(t, dir, "log", "--format=%s", "main")
+	require.Contains(t, log, "Revert T2: it broke the build on main")
+	tr := trailers(t, dir)
+	require.Equal(t, []string{"1"}, tr["T1"])
+	require.Len(t, tr["T2"], 2, "T2's first try (later reverted) and its second")
+	goTestPasses(t, dir)
+	noWorktreesLeft(t, dir)
+}
