@@ -166,6 +166,13 @@ func (p *Pipeline) breakdown(ctx context.Context, s State) (State, error) {
 	u.Warnings.Set(plan.Warnings)
 	u.Cycles.Set(plan.Cycles)
 	u.Log.Add(p.entry("", "planned %d tasks in %d milestones", len(plan.Tasks), len(plan.Milestones)))
+	for _, sp := range plan.Splits {
+		u.Log.Add(p.entry(sp.TaskID, "split %s (complexity %.1f, %s) by %s into %s", sp.TaskID, sp.Complexity.Total,
+			sp.Complexity.Level, sp.Strategy, strings.Join(sp.Parts, ", ")))
+	}
+	for _, w := range plan.Warnings {
+		u.Log.Add(p.entry("", "warning: %s", w))
+	}
 	if len(plan.Cycles) > 0 {
 		var escs []Escalation
 		seen := map[string]bool{}

@@ -129,7 +129,7 @@ func (p *progress) draw() {
 func (p *progress) table() []string {
 	counts := map[planner.Status]int{}
 	var lines []string
-	lines = append(lines, fmt.Sprintf("%-10s %-12s %-8s %s", "TASK", "STATUS", "ATTEMPT", "TITLE"))
+	lines = append(lines, fmt.Sprintf("%-10s %-12s %-8s %s", "TASK", "STATUS", "TRIES", "TITLE"))
 	for _, id := range p.order {
 		t := p.tasks[id]
 		counts[t.Status]++
@@ -137,7 +137,12 @@ func (p *progress) table() []string {
 		if len(title) > 50 {
 			title = title[:49] + "…"
 		}
-		lines = append(lines, fmt.Sprintf("%-10s %-12s %-8s %s", id, t.Status, fmt.Sprintf("%d/%d", t.Attempts, t.MaxAttempts), title))
+		// Attempts counts failed tries; the one running or passed counts too.
+		tries := t.Attempts
+		if t.Status == planner.StatusInProgress || t.Status == planner.StatusCompleted {
+			tries++
+		}
+		lines = append(lines, fmt.Sprintf("%-10s %-12s %-8s %s", id, t.Status, fmt.Sprintf("%d/%d", tries, t.MaxAttempts), title))
 	}
 	done := counts[planner.StatusCompleted] + counts[planner.StatusSkipped]
 	pct := 0
