@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -411,4 +415,48 @@ func TestE2EBuildVerificationRevertsCulprit(t *testing.T) {
 	require.Len(t, tr["T2"], 2, "T2's first try (later reverted) and its second")
 	goTestPasses(t, dir)
 	noWorktreesLeft(t, dir)
+}
+
+// TestE2EAPIKeyNeverStored: a provider that echoes the API key in its
+// errors. The key reaches the provider, and never the output, the
+// checkpoints or the histories.
+func TestE2EAPIKeyNeverStored(t *testing.T) {
+	const key = "sk-test-5ecretKeyThatMustNotLeak0123456789"
+	t.Setenv("OPENAI_API_KEY", key)
+	var sawKey atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.Header.Get("Authorization"), key) {
+			sawKey.Store(true)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error": {"message": "Incorrect API key provided: %s", "type": "invalid_request_error"}}`, key)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 1, "verify": {"command": ["true"]}, "build_verification": {"command": ["true"]}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: A file\n- acceptance_criteria:\n  - a.txt exists\n- files_to_create: a.txt\n"), 0o644))
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "p")
+	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--model", "openai-compatible:gpt-test@"+srv.URL+"/v1")
+	require.True(t, sawKey.Load(), "the key reached the provider")
+	require.Equal(t, 3, code, "the worker's failure is escalated\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.NotContains(t, stdout+stderr, key)
+	require.Contains(t, stdout, "T1")
+	// Nothing in the store holds it: checkpoints, pending writes, runs and
+	// agent histories all live in the SQLite files.
+	matches, err := filepath.Glob(filepath.Join(dir, ".taskloom", "taskloom.db*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, matches)
+	for _, m := range matches {
+		data, err := os.ReadFile(m)
+		require.NoError(t, err)
+		require.NotContains(t, string(data), key, "%s holds the key", m)
+		require.NotContains(t, string(data), "5ecretKey", "%s holds part of the key", m)
+	}
+	// The redacted provider error is what the reviewer sees.
+	code, stdout, _ = taskloom(t, "status", "--repo", dir, "--json")
+	require.Equal(t, 0, code)
+	require.NotContains(t, stdout, key)
 }
