@@ -1,0 +1,857 @@
+package nodes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+func readVerifyTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "verify", name))
+	require.NoError(t, err)
+	return b
+}
+
+// wantFailure is a failure a parser must report: its name, package, and
+// substrings its output must hold.
+type wantFailure struct {
+	name, pkg string
+	contains  []string
+}
+
+func checkCounts(t *testing.T, got testCounts, total, failed, skipped int, failures []wantFailure) {
+	t.Helper()
+	require.Equal(t, total, got.total, "total")
+	require.Equal(t, failed, got.failed, "failed")
+	require.Equal(t, skipped, got.skipped, "skipped")
+	names := make([]string, len(got.failures))
+	for i, f := range got.failures {
+		names[i] = f.Package + " " + f.Name
+	}
+	require.Len(t, got.failures, len(failures), "failures: got %q", names)
+	for i, w := range failures {
+		f := got.failures[i]
+		require.Equal(t, w.name, f.Name, "failure %d name", i)
+		require.Equal(t, w.pkg, f.Package, "failure %d package", i)
+		for _, s := range w.contains {
+			require.Contains(t, f.Output, s, "failure %d (%s) output", i, f.Name)
+		}
+	}
+}
+
+func TestParseGoTestJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file                   string
+		total, failed, skipped int
+		failures               []wantFailure
+	}{
+		{file: "go_pass.jsonl", total: 2},
+		{file: "go_fail.jsonl", total: 5, failed: 2, skipped: 1, failures: []wantFailure{
+			{"TestApply/100_10", "example.com/shop/fail", []string{"discount_test.go:12: Apply(100, 10) = 0, want 90", "--- FAIL: TestApply/100_10"}},
+			{"TestApply/200_50", "example.com/shop/fail", []string{"Apply(200, 50) = -800, want 100"}},
+		}},
+		{file: "go_build_failed.jsonl", failed: 1, failures: []wantFailure{
+			{"[build failed]", "example.com/shop/broken", []string{
+				`broken/invoice.go:4:9: invalid operation: "INV-" + id (mismatched types untyped string and int)`,
+				"broken/invoice.go:7:25: undefined: undefinedDays",
+				"FAIL\texample.com/shop/broken [build failed]",
+			}},
+		}},
+		{file: "go_build_failed_legacy.txt", total: 2, failed: 1, failures: []wantFailure{
+			{"[build failed]", "example.com/shop/broken", []string{"broken/invoice.go:7:25: undefined: undefinedDays", "# example.com/shop/broken"}},
+		}},
+		{file: "go_vet_failed.jsonl", failed: 1, failures: []wantFailure{
+			{"[build failed]", "example.com/shop/vetfail", []string{`vetfail/v_test.go:8:40: fmt.Printf format %d has arg "s" of wrong type string`}},
+		}},
+		{file: "go_setup_failed.jsonl", failed: 1, failures: []wantFailure{
+			{"[setup failed]", "example.com/shop/setup", []string{"no required module provides package example.com/shop/nothere"}},
+		}},
+		{file: "go_panic.jsonl", total: 1, failed: 1, failures: []wantFailure{
+			{"TestNilMap", "example.com/shop/panics", []string{"panic: assignment to entry in nil map", "p_test.go:7"}},
+		}},
+		{file: "go_timeout.jsonl", total: 2, failed: 1, failures: []wantFailure{
+			{"TestForever", "example.com/shop/hang", []string{"panic: test timed out after 2s", "the test did not finish"}},
+		}},
+		{file: "go_killed.jsonl", total: 2, failed: 1, failures: []wantFailure{
+			{"TestForever", "example.com/shop/hang", []string{"the test did not finish"}},
+		}},
+		{file: "go_mixed.jsonl", total: 8, failed: 4, skipped: 1, failures: []wantFailure{
+			{"TestApply/100_10", "example.com/shop/fail", nil},
+			{"TestApply/200_50", "example.com/shop/fail", nil},
+			{"TestNilMap", "example.com/shop/panics", []string{"nil map"}},
+			{"[build failed]", "example.com/shop/broken", []string{"undefined: undefinedDays"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			got, ok := parseGoTestJSON(string(readVerifyTestdata(t, tt.file)))
+			require.True(t, ok, "no events found")
+			checkCounts(t, got, tt.total, tt.failed, tt.skipped, tt.failures)
+			for _, f := range got.failures {
+				require.NotContains(t, f.Output, "=== RUN", "progress lines are dropped from %s", f.Name)
+			}
+		})
+	}
+
+	t.Run("not go test output", func(t *testing.T) {
+		t.Parallel()
+		_, ok := parseGoTestJSON("go: cannot find main module\n{\"not\": \"an event\"}\n")
+		require.False(t, ok)
+	})
+
+	t.Run("text is what go test prints", func(t *testing.T) {
+		t.Parallel()
+		p := newGoTestParser()
+		for l := range strings.Lines(string(readVerifyTestdata(t, "go_fail.jsonl"))) {
+			p.line(strings.TrimSuffix(l, "\n"))
+		}
+		text := p.text.String()
+		require.Contains(t, text, "=== RUN   TestApply\n")
+		require.Contains(t, text, "    discount_test.go:12: Apply(100, 10) = 0, want 90\n")
+		require.Contains(t, text, "FAIL\texample.com/shop/fail\t0.003s\n")
+		require.NotContains(t, text, `"Action"`)
+	})
+}
+
+func TestParsePytestJUnit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file                   string
+		total, failed, skipped int
+		failures               []wantFailure
+	}{
+		{file: "pytest_pass.xml", total: 3},
+		{file: "pytest_fail.xml", total: 8, failed: 3, skipped: 2, failures: []wantFailure{
+			{"test_discount[100-10-90]", "tests.test_cart", []string{"assert 0 == 90", "tests/test_cart.py:12: AssertionError", "> "}},
+			{"test_number", "tests.test_invoice.TestInvoice", []string{"assert 'INV7' == 'INV-7'", "--- captured stdout ---", "numbering invoice 7"}},
+			{"test_pdf", "tests.test_invoice", []string{`error: failed on setup with "FileNotFoundError`, "tests/test_invoice.py:14"}},
+		}},
+		{file: "pytest_collect_error.xml", total: 1, failed: 1, failures: []wantFailure{
+			{"tests.test_broken", "", []string{"error: collection failure", "ModuleNotFoundError: No module named 'shop.invoices'"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			got, err := parsePytestJUnit(readVerifyTestdata(t, tt.file))
+			require.NoError(t, err)
+			checkCounts(t, got, tt.total, tt.failed, tt.skipped, tt.failures)
+			for _, f := range got.failures {
+				require.NotContains(t, f.Output, "where 0 = apply_discount(100, 10)\nprice = 100",
+					"a message the traceback repeats is not repeated")
+			}
+		})
+	}
+	t.Run("malformed", func(t *testing.T) {
+		t.Parallel()
+		_, err := parsePytestJUnit([]byte("<testsuites><testsuite><testcase"))
+		require.Error(t, err)
+	})
+}
+
+func TestParsePytestSummary(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                   string
+		out                    string
+		found                  bool
+		total, failed, skipped int
+		failures               []wantFailure
+	}{
+		{name: "pytest_pass.txt", found: true, total: 3},
+		{name: "pytest_fail.txt", found: true, total: 7, failed: 2, skipped: 1, failures: []wantFailure{
+			{"test_discount[100-10-90]", "tests/test_cart.py", []string{"where 0 = apply_discount(100, 10)", "tests/test_cart.py:12: AssertionError"}},
+			{"TestInvoice::test_number", "tests/test_invoice.py", []string{"- INV-7", "Captured stdout call", "numbering invoice 7"}},
+		}},
+		{name: "pytest_collect_error.txt", found: true, total: 1, failed: 1, failures: []wantFailure{
+			{"tests/test_broken.py", "tests/test_broken.py", []string{"ImportError while importing test module", "No module named 'shop.invoices'"}},
+		}},
+		{name: "pytest_quiet.txt", found: true, total: 4, failed: 1, failures: []wantFailure{
+			{"test_refund", "tests/test_refund.py", []string{"assert 50 == -50", "tests/test_refund.py:4"}},
+		}},
+		{name: "errors and xfail", out: "==== 1 failed, 2 errors, 3 passed, 1 xfailed, 1 xpassed, 4 warnings in 1.50s (0:00:01) ====\n",
+			found: true, total: 8, failed: 3, skipped: 1},
+		{name: "no summary line, only the message", out: "FAILED t.py::test_a - boom\n= 1 failed in 0.01s =\n",
+			found: true, total: 1, failed: 1, failures: []wantFailure{{"test_a", "t.py", []string{"boom"}}}},
+		{name: "no tests ran", out: "============================ no tests ran in 0.01s =============================\n", found: true},
+		{name: "go test output", out: "ok  \texample.com/shop/pass\t0.004s\n"},
+		{name: "other timing line", out: "Downloaded 3 files in 2.5s\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := tt.out
+			if out == "" {
+				out = string(readVerifyTestdata(t, tt.name))
+			}
+			got, found := parsePytestSummary(out)
+			require.Equal(t, tt.found, found, "found")
+			checkCounts(t, got, tt.total, tt.failed, tt.skipped, tt.failures)
+		})
+	}
+}
+
+func TestParseJestJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file                   string
+		total, failed, skipped int
+		failures               []wantFailure
+	}{
+		{file: "jest_pass.json", total: 2},
+		{file: "jest_fail.json", total: 5, failed: 2, skipped: 1, failures: []wantFailure{
+			{"cart discount applies the percentage", "src/cart.test.ts", []string{"Expected: 90\nReceived: 0", "cart.test.ts:14:38"}},
+			{"[test file failed to run]", "src/invoice.test.ts", []string{"Cannot find module './invoice'"}},
+		}},
+		{file: "vitest_fail.json", total: 4, failed: 1, skipped: 1, failures: []wantFailure{
+			{"refund negates the amount", "src/refund.test.ts", []string{"expected 50 to be -50"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			got, err := parseJestJSON(readVerifyTestdata(t, tt.file), "/work/shop")
+			require.NoError(t, err)
+			checkCounts(t, got, tt.total, tt.failed, tt.skipped, tt.failures)
+			for _, f := range got.failures {
+				require.NotContains(t, f.Output, "\x1b[", "ANSI escapes are stripped")
+			}
+		})
+	}
+	t.Run("malformed", func(t *testing.T) {
+		t.Parallel()
+		_, err := parseJestJSON([]byte(`{"numTotalTests": "two"}`), "/")
+		require.Error(t, err)
+	})
+}
+
+func TestPrepareCommand(t *testing.T) {
+	t.Parallel()
+	const dir, tmp = "/repo", "/tmp/r"
+	tests := []struct {
+		argv   string
+		want   string
+		kind   testRunner
+		report string
+	}{
+		{"go test ./...", "go test -json ./...", runnerGo, ""},
+		{"/usr/local/go/bin/go test -run TestX ./a", "/usr/local/go/bin/go test -json -run TestX ./a", runnerGo, ""},
+		{"go test -json ./...", "go test -json ./...", runnerGo, ""},
+		{"go test ./a -args -json", "go test -json ./a -args -json", runnerGo, ""},
+		{"go vet ./...", "go vet ./...", runnerOther, ""},
+		{"python3 -m pytest -q tests", "python3 -m pytest --junitxml=/tmp/r/junit.xml -q tests", runnerPytest, "/tmp/r/junit.xml"},
+		{"uv run pytest", "uv run pytest --junitxml=/tmp/r/junit.xml", runnerPytest, "/tmp/r/junit.xml"},
+		{"pytest --junitxml out/j.xml", "pytest --junitxml out/j.xml", runnerPytest, "/repo/out/j.xml"},
+		{"npx jest src", "npx jest --json --outputFile=/tmp/r/report.json src", runnerJest, "/tmp/r/report.json"},
+		{"npx jest --json --outputFile=r.json", "npx jest --json --outputFile=r.json", runnerJest, "/repo/r.json"},
+		{"node node_modules/.bin/jest --json", "node node_modules/.bin/jest --outputFile=/tmp/r/report.json --json", runnerJest, "/tmp/r/report.json"},
+		{"npx vitest", "npx vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json", runnerVitest, "/tmp/r/report.json"},
+		{"pnpm vitest run src", "pnpm vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json src", runnerVitest, "/tmp/r/report.json"},
+		{"npx vitest run --reporter=verbose", "npx vitest run --reporter=json --outputFile=/tmp/r/report.json --reporter=verbose", runnerVitest, "/tmp/r/report.json"},
+		{"make test", "make test", runnerOther, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.argv, func(t *testing.T) {
+			t.Parallel()
+			argv := strings.Fields(tt.argv)
+			orig := strings.Join(argv, " ")
+			got, kind, report := prepareCommand(dir, argv, tmp)
+			require.Equal(t, tt.want, strings.Join(got, " "))
+			require.Equal(t, tt.kind, kind, "runner")
+			require.Equal(t, tt.report, report, "report file")
+			require.Equal(t, orig, strings.Join(argv, " "), "the caller's argv is not modified")
+		})
+	}
+}
+
+func TestDeriveCommands(t *testing.T) {
+	t.Parallel()
+	vitestDir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(vitestDir, "package.json"), []byte(`{"devDependencies": {"vitest": "^3.2.0"}}`), 0o644))
+	tests := []struct {
+		name  string
+		dir   string
+		files []string
+		want  []string
+	}{
+		{"none", "", nil, nil},
+		{"go packages, deduplicated and sorted", "", []string{"b/x_test.go", "a/y_test.go", "./b/z_test.go", "b/x.go"}, []string{"go test ./a ./b"}},
+		{"go root package", "", []string{"main_test.go"}, []string{"go test ."}},
+		{"pytest", "", []string{"tests/test_cart.py", "tests/conftest.py", "cart_test.py"}, []string{"python3 -m pytest tests/test_cart.py cart_test.py"}},
+		{"jest by default", "", []string{"src/a.test.ts", "src/b.spec.jsx", "src/c.ts"}, []string{"npx --no jest src/a.test.ts src/b.spec.jsx"}},
+		{"vitest from package.json", vitestDir, []string{"src/a.test.ts"}, []string{"npx --no vitest run src/a.test.ts"}},
+		{"several kinds", "", []string{"a_test.go", "test_a.py"}, []string{"go test .", "python3 -m pytest test_a.py"}},
+		{"unrecognised", "", []string{"README.md", "spec/a_spec.rb"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := tt.dir
+			if dir == "" {
+				dir = t.TempDir()
+			}
+			var got []string
+			for _, c := range deriveCommands(dir, tt.files) {
+				got = append(got, strings.Join(c, " "))
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+var markerRE = regexp.MustCompile(`\n… (\d+) bytes elided …\n`)
+
+func TestTrimHeadTail(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("abcdefghij", 100) // 1000 bytes, no newlines
+	tests := []struct {
+		name  string
+		in    string
+		limit int
+	}{
+		{"short", "hello", 10},
+		{"exact", long[:100], 100},
+		{"no limit", long, 0},
+		{"long", long, 200},
+		{"long, odd limit", long, 101},
+		{"multibyte", strings.Repeat("héllo wörld ✓ ", 80), 150},
+		{"limit below the marker", long, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := trimHeadTail(tt.in, tt.limit)
+			require.True(t, utf8.ValidString(got), "valid UTF-8: %q", got)
+			if tt.limit <= 0 || len(tt.in) <= tt.limit {
+				require.Equal(t, tt.in, got)
+				return
+			}
+			m := markerRE.FindStringSubmatchIndex(got)
+			if tt.limit < 30 {
+				require.Contains(t, got, "bytes elided")
+				return
+			}
+			require.LessOrEqual(t, len(got), tt.limit)
+			require.NotNil(t, m, "marker in %q", got)
+			head, tail := got[:m[0]], got[m[1]:]
+			n, err := strconv.Atoi(got[m[2]:m[3]])
+			require.NoError(t, err)
+			require.True(t, strings.HasPrefix(tt.in, head), "head %q", head)
+			require.True(t, strings.HasSuffix(tt.in, tail), "tail %q", tail)
+			require.Equal(t, len(tt.in), len(head)+n+len(tail), "elided count")
+			require.Greater(t, len(head), tt.limit/4, "head kept")
+			require.Greater(t, len(tail), tt.limit/4, "tail kept")
+		})
+	}
+
+	t.Run("cuts at line boundaries", func(t *testing.T) {
+		t.Parallel()
+		var b strings.Builder
+		for i := range 200 {
+			fmt.Fprintf(&b, "line %03d\n", i)
+		}
+		got := trimHeadTail(b.String(), 300)
+		require.LessOrEqual(t, len(got), 300)
+		for l := range strings.Lines(got) {
+			require.Regexp(t, `^(line \d{3}|… \d+ bytes elided …)?\n$`, l)
+		}
+		require.True(t, strings.HasPrefix(got, "line 000\n"))
+		require.True(t, strings.HasSuffix(got, "line 199\n"))
+	})
+
+	t.Run("streaming buffer", func(t *testing.T) {
+		t.Parallel()
+		in := strings.Repeat("0123456789", 5000)
+		b := newHeadTail(100, 300)
+		for i := 0; i < len(in); i += 7 {
+			b.WriteString(in[i:min(i+7, len(in))])
+		}
+		got := b.String()
+		m := markerRE.FindStringSubmatchIndex(got)
+		require.NotNil(t, m)
+		head, tail := got[:m[0]], got[m[1]:]
+		n, err := strconv.Atoi(got[m[2]:m[3]])
+		require.NoError(t, err)
+		require.Equal(t, in[:100], head)
+		require.Equal(t, in[len(in)-300:], tail)
+		require.Equal(t, len(in)-400, n)
+		require.Equal(t, len(in), b.Len())
+
+		small := newHeadTail(100, 300)
+		small.WriteString("just this")
+		require.Equal(t, "just this", small.String())
+	})
+}
+
+// processExits waits up to within for pid to exit (to be a zombie or
+// gone), on a pidfd: it is woken by the exit, not by polling.
+func processExits(t *testing.T, pid int, within time.Duration) bool {
+	t.Helper()
+	const sysPidfdOpen = 434 // the same number on every Linux architecture
+	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
+	switch {
+	case errno == syscall.ESRCH:
+		return true
+	case errno != 0:
+		t.Logf("pidfd_open: %v; checking /proc once", errno)
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		return i >= 0 && len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X')
+	}
+	defer syscall.Close(int(fd))
+	tv := syscall.NsecToTimeval(within.Nanoseconds())
+	for {
+		var set syscall.FdSet
+		set.Bits[fd/64] |= 1 << (fd % 64)
+		n, err := syscall.Select(int(fd)+1, &set, nil, nil, &tv) // Linux updates tv
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		require.NoError(t, err)
+		return n == 1
+	}
+}
+
+func TestRunCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("exit code and combined output", func(t *testing.T) {
+		t.Parallel()
+		res, err := RunCommand(ctx, t.TempDir(), []string{"sh", "-c", "echo out; echo err >&2; echo \"$EXTRA\"; exit 3"}, time.Minute, []string{"EXTRA=from env"})
+		require.NoError(t, err)
+		require.Equal(t, 3, res.ExitCode)
+		require.False(t, res.TimedOut)
+		require.Contains(t, res.Output, "out\n")
+		require.Contains(t, res.Output, "err\n")
+		require.Contains(t, res.Output, "from env\n")
+	})
+
+	t.Run("timeout kills the process group", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		pidFile := filepath.Join(dir, "pid")
+		res, err := RunCommand(ctx, dir, []string{"sh", "-c", "sleep 60 & echo $! > pid; echo waiting; wait"}, time.Second, nil)
+		require.NoError(t, err)
+		require.True(t, res.TimedOut)
+		require.Equal(t, -1, res.ExitCode)
+		require.Contains(t, res.Output, "waiting")
+		b, err := os.ReadFile(pidFile)
+		require.NoError(t, err, "the command wrote its child's pid")
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		require.NoError(t, err)
+		require.True(t, processExits(t, pid, 10*time.Second), "the background child %d was killed with its group", pid)
+	})
+
+	t.Run("cancelled context", func(t *testing.T) {
+		t.Parallel()
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := RunCommand(cctx, t.TempDir(), []string{"sh", "-c", "exit 0"}, time.Minute, nil)
+		require.ErrorIs(t, err, context.Canceled)
+	})
+
+	t.Run("command not found", func(t *testing.T) {
+		t.Parallel()
+		_, err := RunCommand(ctx, t.TempDir(), []string{"taskloom-no-such-command"}, time.Minute, nil)
+		require.ErrorIs(t, err, exec.ErrNotFound)
+		_, err = RunCommand(ctx, t.TempDir(), nil, time.Minute, nil)
+		require.Error(t, err)
+	})
+
+	t.Run("long output is trimmed", func(t *testing.T) {
+		t.Parallel()
+		res, err := RunCommand(ctx, t.TempDir(), []string{"sh", "-c", "echo first; yes 0123456789 | head -n 300000; echo last"}, time.Minute, nil)
+		require.NoError(t, err)
+		require.Equal(t, 0, res.ExitCode)
+		require.LessOrEqual(t, len(res.Output), commandOutputLimit+100)
+		require.True(t, strings.HasPrefix(res.Output, "first\n"))
+		require.True(t, strings.HasSuffix(res.Output, "0123456789\nlast\n"))
+		require.Contains(t, res.Output, " bytes elided …")
+	})
+
+	t.Run("lines of both streams stay whole", func(t *testing.T) {
+		t.Parallel()
+		var lines []string
+		res, err := runCommand(ctx, t.TempDir(), []string{"sh", "-c", `printf 'a1\na'; printf 'b1\n' >&2; printf '2\nno newline'`}, time.Minute, nil,
+			func(l string) { lines = append(lines, l) })
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{"a1", "a2", "b1", "no newline"}, lines)
+		require.Contains(t, res.Output, "a2\n")
+	})
+}
+
+// writeFiles writes files (path → content) under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
+
+// goEnv keeps go test on the installed toolchain and out of any
+// workspace around the temp dir.
+var goEnv = []string{"GOTOOLCHAIN=local", "GOWORK=off", "GOFLAGS="}
+
+func TestVerifyGoTest(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"go.mod":           "module example.com/v\n\ngo 1.21\n",
+		"sum/sum.go":       "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",
+		"sum/sum_test.go":  "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(2, 2) != 4 {\n\t\tt.Fatal(\"Sum(2, 2) != 4\")\n\t}\n}\n",
+		"double/double.go": "package double\n\nfunc Double(n int) int { return n*2 + 1 }\n",
+		"double/double_test.go": "package double\n\nimport \"testing\"\n\n" +
+			"func TestDouble(t *testing.T) {\n\tif got := Double(2); got != 4 {\n\t\tt.Errorf(\"Double(2) = %d, want 4\", got)\n\t}\n}\n\n" +
+			"func TestZero(t *testing.T) {\n\tt.Skip(\"later\")\n}\n",
+		"broken/broken.go":      "package broken\n\nfunc F() int { return nope }\n",
+		"broken/broken_test.go": "package broken\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { F() }\n",
+	})
+
+	t.Run("passing package, command derived from the test files", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, []string{"sum/sum.go", "sum/sum_test.go"}, []string{"sum/sum_test.go"}, VerifyOpts{Env: goEnv})
+		require.NoError(t, err)
+		require.True(t, rep.Passed, "report: %+v", rep)
+		require.Equal(t, FormatGoJSON, rep.Format)
+		require.Equal(t, 1, rep.Total)
+		require.Empty(t, rep.Failures)
+		require.Contains(t, rep.Output, "example.com/v/sum")
+		require.NotContains(t, rep.Output, `"Action"`)
+		require.Empty(t, rep.ErrorContext(1000))
+	})
+
+	t.Run("failing test and a missing file", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, []string{"sum/sum.go", "double/double.go", "double/README.md"}, nil,
+			VerifyOpts{Command: []string{"go", "test", "./sum", "./double"}, Env: goEnv})
+		require.NoError(t, err)
+		require.False(t, rep.Passed)
+		require.Equal(t, FormatGoJSON, rep.Format)
+		require.Equal(t, 1, rep.ExitCode)
+		require.Equal(t, []string{"double/README.md"}, rep.MissingFiles)
+		require.Equal(t, 3, rep.Total)
+		require.Equal(t, 1, rep.Failed)
+		require.Equal(t, 1, rep.Skipped)
+		require.Len(t, rep.Failures, 1)
+		require.Equal(t, "TestDouble", rep.Failures[0].Name)
+		require.Equal(t, "example.com/v/double", rep.Failures[0].Package)
+		require.Contains(t, rep.Failures[0].Output, "Double(2) = 5, want 4")
+
+		ec := rep.ErrorContext(2000)
+		require.LessOrEqual(t, len(ec), 2000)
+		require.Contains(t, ec, "missing files (files_to_create): double/README.md")
+		require.Contains(t, ec, "1 of 3 tests failed (go-json, exit code 1)")
+		require.Contains(t, ec, "--- FAIL: TestDouble (example.com/v/double)")
+		require.Contains(t, ec, "Double(2) = 5, want 4")
+	})
+
+	t.Run("package that does not compile", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, nil, []string{"broken/broken_test.go"}, VerifyOpts{Env: goEnv})
+		require.NoError(t, err)
+		require.False(t, rep.Passed)
+		require.Equal(t, FormatGoJSON, rep.Format)
+		require.Len(t, rep.Failures, 1)
+		require.Equal(t, "[build failed]", rep.Failures[0].Name)
+		require.Equal(t, "example.com/v/broken", rep.Failures[0].Package)
+		require.Contains(t, rep.Failures[0].Output, "broken/broken.go:3:23: undefined: nope")
+		require.Contains(t, rep.ErrorContext(1000), "undefined: nope")
+	})
+
+	t.Run("package that does not exist", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, nil, []string{"gone/gone_test.go"}, VerifyOpts{Env: goEnv})
+		require.NoError(t, err)
+		require.False(t, rep.Passed)
+		require.NotZero(t, rep.ExitCode)
+		require.Contains(t, rep.ErrorContext(1000), "gone")
+	})
+}
+
+func TestVerifyPytest(t *testing.T) {
+	t.Parallel()
+	if err := exec.Command("python3", "-m", "pytest", "--version").Run(); err != nil {
+		t.Skipf("pytest is not installed (python3 -m pytest --version: %v); the pytest parsers are covered by testdata and fake runners", err)
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"calc.py": "def add(a, b):\n    return a - b\n",
+		"tests/test_calc.py": "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n\n\n" +
+			"def test_add():\n    assert add(2, 3) == 5\n",
+		"conftest.py": "",
+	})
+	rep, err := Verify(context.Background(), dir, []string{"calc.py"}, []string{"tests/test_calc.py"}, VerifyOpts{Timeout: time.Minute})
+	require.NoError(t, err)
+	require.False(t, rep.Passed)
+	require.Equal(t, FormatPytestJUnit, rep.Format)
+	require.Equal(t, 2, rep.Total)
+	require.Equal(t, 1, rep.Failed)
+	require.Equal(t, "test_add", rep.Failures[0].Name)
+	require.Contains(t, rep.Failures[0].Output, "assert -1 == 5")
+}
+
+// fakeRunner writes an executable script named name into a new bin
+// directory and returns that directory.
+func fakeRunner(t *testing.T, name, script string) string {
+	t.Helper()
+	bin := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+script), 0o755))
+	return bin
+}
+
+func TestVerifyReportFiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	testdata, err := filepath.Abs(filepath.Join("testdata", "verify"))
+	require.NoError(t, err)
+
+	t.Run("pytest writes junit xml", func(t *testing.T) {
+		t.Parallel()
+		// The fake pytest copies a junit sample to the --junitxml path
+		// Verify adds, prints a summary that disagrees, and fails.
+		bin := fakeRunner(t, "pytest", `for a in "$@"; do case "$a" in --junitxml=*) cp "$SAMPLES/pytest_fail.xml" "${a#--junitxml=}";; esac; done
+echo "=== 1 failed in 0.01s ==="
+exit 1
+`)
+		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{filepath.Join(bin, "pytest"), "-q"}, Env: []string{"SAMPLES=" + testdata}})
+		require.NoError(t, err)
+		require.Equal(t, FormatPytestJUnit, rep.Format)
+		require.False(t, rep.Passed)
+		require.Equal(t, 8, rep.Total)
+		require.Equal(t, 3, rep.Failed)
+	})
+
+	t.Run("pytest without xml falls back to the summary", func(t *testing.T) {
+		t.Parallel()
+		bin := fakeRunner(t, "pytest", `cat "$SAMPLES/pytest_quiet.txt"; exit 1`)
+		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{filepath.Join(bin, "pytest")}, Env: []string{"SAMPLES=" + testdata}})
+		require.NoError(t, err)
+		require.Equal(t, FormatPytestSummary, rep.Format)
+		require.Equal(t, 4, rep.Total)
+		require.Equal(t, 1, rep.Failed)
+		require.Equal(t, "test_refund", rep.Failures[0].Name)
+	})
+
+	t.Run("jest writes json", func(t *testing.T) {
+		t.Parallel()
+		bin := fakeRunner(t, "jest", `for a in "$@"; do case "$a" in --outputFile=*) cp "$SAMPLES/jest_fail.json" "${a#--outputFile=}";; esac; done
+echo "Tests: 1 failed, 3 passed, 5 total" >&2
+exit 1
+`)
+		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{filepath.Join(bin, "jest")}, Env: []string{"SAMPLES=" + testdata}})
+		require.NoError(t, err)
+		require.Equal(t, FormatJestJSON, rep.Format)
+		require.False(t, rep.Passed)
+		require.Equal(t, 5, rep.Total)
+		require.Equal(t, 2, rep.Failed)
+		require.Contains(t, rep.Output, "Tests: 1 failed")
+	})
+
+	t.Run("vitest gets run and the json reporter", func(t *testing.T) {
+		t.Parallel()
+		bin := fakeRunner(t, "vitest", `[ "$1" = run ] || { echo "not in run mode: $*"; exit 9; }
+for a in "$@"; do case "$a" in --outputFile=*) cp "$SAMPLES/vitest_fail.json" "${a#--outputFile=}";; esac; done
+exit 1
+`)
+		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{filepath.Join(bin, "vitest")}, Env: []string{"SAMPLES=" + testdata}})
+		require.NoError(t, err)
+		require.Equal(t, FormatJestJSON, rep.Format, "output: %s", rep.Output)
+		require.Equal(t, 1, rep.Failed)
+		require.Equal(t, "refund negates the amount", rep.Failures[0].Name)
+	})
+
+	t.Run("go test json from another command", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{"sh", "-c", `cat "$SAMPLES/go_fail.jsonl"; exit 1`}, Env: []string{"SAMPLES=" + testdata}})
+		require.NoError(t, err)
+		require.Equal(t, FormatGoJSON, rep.Format)
+		require.Equal(t, 2, rep.Failed)
+	})
+}
+
+func TestVerifyExitCode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"a.txt": "a", "sub/b.txt": "b"})
+
+	t.Run("nothing to run, files exist", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, []string{"a.txt", "./sub/b.txt"}, []string{"README.md"}, VerifyOpts{})
+		require.NoError(t, err)
+		require.True(t, rep.Passed)
+		require.Equal(t, FormatNone, rep.Format)
+	})
+
+	t.Run("nothing to run, files missing", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, []string{"a.txt", "c.txt", "../a.txt"}, nil, VerifyOpts{})
+		require.NoError(t, err)
+		require.False(t, rep.Passed)
+		require.Equal(t, []string{"c.txt", "../a.txt"}, rep.MissingFiles)
+		require.Equal(t, "missing files (files_to_create): c.txt, ../a.txt", rep.ErrorContext(1000))
+	})
+
+	t.Run("passing command", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, []string{"a.txt"}, nil, VerifyOpts{Command: []string{"true"}})
+		require.NoError(t, err)
+		require.True(t, rep.Passed)
+		require.Equal(t, FormatExitCode, rep.Format)
+	})
+
+	t.Run("failing command", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, nil, nil, VerifyOpts{Command: []string{"sh", "-c", "echo boom; exit 2"}})
+		require.NoError(t, err)
+		require.False(t, rep.Passed)
+		require.Equal(t, 2, rep.ExitCode)
+		require.Equal(t, FormatExitCode, rep.Format)
+		require.Equal(t, "the test command exited with code 2 (exit-code)\noutput:\nboom", rep.ErrorContext(1000))
+	})
+
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Verify(ctx, dir, nil, nil, VerifyOpts{Command: []string{"sh", "-c", "echo started; sleep 60"}, Timeout: 300 * time.Millisecond})
+		require.NoError(t, err)
+		require.False(t, rep.Passed)
+		require.True(t, rep.TimedOut)
+		require.Contains(t, rep.Output, "started")
+		ec := rep.ErrorContext(1000)
+		require.True(t, strings.HasPrefix(ec, "the tests timed out after "), ec)
+		require.Contains(t, ec, "started")
+	})
+
+	t.Run("command not found is an error", func(t *testing.T) {
+		t.Parallel()
+		_, err := Verify(ctx, dir, nil, nil, VerifyOpts{Command: []string{"taskloom-no-such-runner"}})
+		require.ErrorIs(t, err, exec.ErrNotFound)
+	})
+
+	t.Run("cancelled context is an error", func(t *testing.T) {
+		t.Parallel()
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := Verify(cctx, dir, nil, nil, VerifyOpts{Command: []string{"true"}})
+		require.True(t, errors.Is(err, context.Canceled), "err: %v", err)
+	})
+}
+
+func TestMergeReports(t *testing.T) {
+	t.Parallel()
+	got := mergeReports(TestReport{Format: FormatNone}, []TestReport{
+		{Passed: true, Format: FormatGoJSON, Total: 3, Output: "ok"},
+		{Format: FormatPytestJUnit, ExitCode: 1, Total: 2, Failed: 1, Skipped: 1,
+			Failures: []TestFailure{{Name: "test_a"}}, Output: "1 failed"},
+	})
+	require.False(t, got.Passed)
+	require.Equal(t, "go-json+pytest-junit", got.Format)
+	require.Equal(t, 1, got.ExitCode)
+	require.Equal(t, [3]int{5, 1, 1}, [3]int{got.Total, got.Failed, got.Skipped})
+	require.Equal(t, "ok\n1 failed", got.Output)
+	require.Len(t, got.Failures, 1)
+
+	passed := mergeReports(TestReport{}, []TestReport{{Passed: true, Format: FormatExitCode}})
+	require.True(t, passed.Passed)
+	missing := mergeReports(TestReport{MissingFiles: []string{"a.go"}}, []TestReport{{Passed: true}})
+	require.False(t, missing.Passed)
+}
+
+func TestErrorContext(t *testing.T) {
+	t.Parallel()
+	many := make([]TestFailure, 40)
+	for i := range many {
+		many[i] = TestFailure{Name: fmt.Sprintf("TestCase%02d", i), Package: "example.com/p",
+			Output: fmt.Sprintf("case %02d: ", i) + strings.Repeat("x", 1000) + "\nend of case\n"}
+	}
+	tests := []struct {
+		name     string
+		report   TestReport
+		limit    int
+		want     []string
+		wantNot  []string
+		wantFull string
+	}{
+		{name: "passed", report: TestReport{Passed: true, Output: "ok"}, limit: 100, wantFull: ""},
+		{name: "one failure", limit: 500,
+			report: TestReport{Format: FormatGoJSON, ExitCode: 1, Total: 3, Failed: 1,
+				Failures: []TestFailure{{Name: "TestA", Package: "p", Output: "    a_test.go:9: got 1, want 2\n--- FAIL: TestA (0.00s)\n"}}},
+			wantFull: "1 of 3 tests failed (go-json, exit code 1)\n--- FAIL: TestA (p)\n    a_test.go:9: got 1, want 2\n--- FAIL: TestA (0.00s)"},
+		{name: "many failures share the budget", limit: 3000, report: TestReport{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many},
+			want:    []string{"40 of 50 tests failed", "--- FAIL: TestCase00 (example.com/p)", "case 00: xxx", "end of case", "bytes elided", "… and ", "TestCase39"},
+			wantNot: []string{"--- FAIL: TestCase39"}},
+		{name: "no limit", limit: 0, report: TestReport{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many},
+			want: []string{"--- FAIL: TestCase39", strings.Repeat("x", 1000)}, wantNot: []string{"elided", "more"}},
+		{name: "output when nothing was parsed", limit: 200,
+			report: TestReport{Format: FormatExitCode, ExitCode: 2, Output: "head line\n" + strings.Repeat("noise\n", 100) + "the real error\n"},
+			want:   []string{"exited with code 2", "head line", "the real error", "bytes elided"}},
+		{name: "timeout and missing files", limit: 1000,
+			report: TestReport{Format: FormatGoJSON, TimedOut: true, ExitCode: -1, Duration: 1500 * time.Millisecond, MissingFiles: []string{"a.go", "b.go"},
+				Total: 1, Failed: 1, Failures: []TestFailure{{Name: "TestHang", Output: "(the test did not finish)\n"}}},
+			wantFull: "the tests timed out after 1.5s and were killed\nmissing files (files_to_create): a.go, b.go\n1 of 1 tests failed (go-json, exit code -1)\n--- FAIL: TestHang\n(the test did not finish)"},
+		{name: "tiny limit", limit: 40, report: TestReport{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := tt.report.ErrorContext(tt.limit)
+			if tt.limit > 0 {
+				require.LessOrEqual(t, len(got), tt.limit, "got %q", got)
+			}
+			require.True(t, utf8.ValidString(got))
+			if tt.wantFull != "" || tt.report.Passed {
+				require.Equal(t, tt.wantFull, got)
+			}
+			for _, s := range tt.want {
+				require.Contains(t, got, s)
+			}
+			for _, s := range tt.wantNot {
+				require.NotContains(t, got, s)
+			}
+			if !tt.report.Passed {
+				require.NotEmpty(t, got)
+			}
+		})
+	}
+}
+
+func ExampleTestReport_ErrorContext() {
+	report := TestReport{
+		Format: FormatGoJSON, ExitCode: 1, Total: 4, Failed: 1,
+		MissingFiles: []string{"cart/discount.go"},
+		Failures: []TestFailure{{
+			Name:    "TestTotal",
+			Package: "example.com/shop/cart",
+			Output:  "    cart_test.go:12: Total([1 2 3]) = 5, want 6\n--- FAIL: TestTotal (0.00s)\n",
+		}},
+	}
+	fmt.Println(report.ErrorContext(4000))
+	// Output:
+	// missing files (files_to_create): cart/discount.go
+	// 1 of 4 tests failed (go-json, exit code 1)
+	// --- FAIL: TestTotal (example.com/shop/cart)
+	//     cart_test.go:12: Total([1 2 3]) = 5, want 6
+	// --- FAIL: TestTotal (0.00s)
+}
