@@ -53,6 +53,9 @@ var commands = []func(*app) *cobra.Command{
 	newMigrateCmd,
 	newPlanCmd,
 	newReviewCmd,
+	newStatusCmd,
+	newRunsCmd,
+	newHistoryCmd,
 }
 
 func newRootCmd(a *app) *cobra.Command {
