@@ -32,6 +32,7 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		return u, fmt.Errorf("build verification: %w", err)
 	}
 	defer func() { _ = p.Repo.Remove(context.WithoutCancel(ctx), wt) }()
+	p.crash("build:before")
 	failure, err := p.checkBuild(ctx, wt.Path)
 	if err != nil {
 		return u, err

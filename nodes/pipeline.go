@@ -44,8 +44,10 @@ type Pipeline struct {
 	MaxAttempts  int
 	Clock        graph.Clock
 	Logger       *slog.Logger
-	// CrashFunc is called at named points ("implement:after_commit",
-	// "integrate:before", …); tests use it to kill the process there.
+	// CrashFunc is called at named points: "select:start",
+	// "implement:before_worker", "implement:after_commit",
+	// "verify:after_tests", "integrate:before", "integrate:after" and
+	// "build:before"; tests use it to kill the process there.
 	CrashFunc func(point string)
 }
 
@@ -210,6 +212,7 @@ func finished(tasks []planner.Task) bool {
 
 // selectTask picks the next task or batch, or finds a deadlock.
 func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
+	p.crash("select:start")
 	var u State
 	p.cleanWorktrees(ctx)
 	tasks := scheduler.Propagate(tasksOf(s))
@@ -314,6 +317,7 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 			return u, fmt.Errorf("implement %s: %w", id, err)
 		}
 	}
+	p.crash("implement:before_worker")
 	rec := Attempt{TaskID: id, Attempt: attempt, Seq: seq, Worktree: wt.Name(), Branch: wt.Branch}
 	job := agent.Job{RunID: run, Task: task, Attempt: attempt, MaxAttempts: task.MaxAttempts, Worktree: wt.Path,
 		// A reviewer's notes are in the task's implementation notes,
@@ -400,6 +404,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 	if err := ctx.Err(); err != nil {
 		return u, err
 	}
+	p.crash("verify:after_tests")
 	var escs []Escalation
 	for i, id := range batch {
 		rec := &recs[i]

@@ -8,7 +8,6 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/worktree"
 )
 
 // Registry records runs; *Store implements it.
@@ -68,12 +67,11 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts *graph.RunOpts) 
 	if err != nil {
 		return graph.Result[State]{}, err
 	}
-	if r.Pipeline.Repo != nil {
-		// Worktrees left behind by a crash: nothing is in flight now.
-		if _, err := r.Pipeline.Repo.CleanOrphans(ctx, func(*worktree.Worktree) bool { return false }); err != nil {
-			r.log().WarnContext(ctx, "clean orphan worktrees", slog.Any("error", err))
-		}
-	}
+	// Worktrees left behind by a crash are not removed here: the lease is
+	// not held yet (another process may be driving the run, in those
+	// worktrees), and the interrupted step needs its tries' worktrees
+	// (implement resumes in them, verify tests and integrates them). The
+	// nodes that run with nothing in flight remove them (cleanWorktrees).
 	res, err := g.Continue(ctx, runID, opts)
 	return res, r.finish(ctx, runID, res, err)
 }
