@@ -95,6 +95,10 @@ func (r *Ralph) Implement(ctx context.Context, job Job) (Outcome, error) {
 		}
 		j := job
 		j.Iteration = i
+		if job.ConversationID != "" {
+			// Each iteration is a conversation of its own.
+			j.ConversationID = fmt.Sprintf("%s/i%d", job.ConversationID, i)
+		}
 		j.PreviousError = lastFailure
 		j.Instructions = strings.TrimSpace(job.Instructions + "\n\n" + r.instructions())
 		out, err := r.inner.Implement(ctx, j)

@@ -363,3 +363,25 @@ func TestAgentWorkerResumesOrRestartsAnInterruptedAttempt(t *testing.T) {
 		})
 	}
 }
+
+// TestRalphIterationConversations: with a conversation ID set by the
+// pipeline, each iteration gets a conversation of its own.
+func TestRalphIterationConversations(t *testing.T) {
+	t.Parallel()
+	var ids []string
+	inner := agent.WorkerFunc(func(_ context.Context, j agent.Job) (agent.Outcome, error) {
+		ids = append(ids, j.ConversationID)
+		return agent.Outcome{Status: agent.OutcomeIncomplete}, nil
+	})
+	r, err := agent.NewRalph(inner, agent.RalphOpts{MaxIterations: 3, TestsPassFunc: testsPass})
+	require.NoError(t, err)
+	j := job(t)
+	j.ConversationID = agent.ConversationID("r1", j.Task.ID, 4, 0)
+	_, err = r.Implement(context.Background(), j)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		agent.ConversationID("r1", j.Task.ID, 4, 1),
+		agent.ConversationID("r1", j.Task.ID, 4, 2),
+		agent.ConversationID("r1", j.Task.ID, 4, 3),
+	}, ids)
+}

@@ -1,6 +1,10 @@
 package scheduler
 
-import "github.com/taskloom/taskloom/planner"
+import (
+	"math"
+
+	"github.com/taskloom/taskloom/planner"
+)
 
 var _ planner.ScheduleFunc = PlanSchedule
 
@@ -15,8 +19,11 @@ func PlanSchedule(tasks []planner.Task, milestones []planner.Milestone, workers 
 	s := Simulate(tasks, workers, opts)
 	return planner.Schedule{
 		Workers:           s.Workers,
-		MakespanMinutes:   s.MakespanMinutes,
-		LowerBoundMinutes: s.LowerBoundMinutes,
+		MakespanMinutes:   round1(s.MakespanMinutes),
+		LowerBoundMinutes: round1(s.LowerBoundMinutes),
 		CriticalPath:      s.CriticalPath,
 	}
 }
+
+// round1 rounds to a tenth of a minute, as the planner's estimates are.
+func round1(x float64) float64 { return math.Round(x*10) / 10 }
