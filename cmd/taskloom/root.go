@@ -51,6 +51,9 @@ type app struct {
 // commands lists the constructors of taskloom's sub-commands.
 var commands = []func(*app) *cobra.Command{
 	newMigrateCmd,
+	newRunCmd,
+	newResumeCmd,
+	newDemoCmd,
 	newPlanCmd,
 	newReviewCmd,
 	newStatusCmd,
