@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -703,4 +704,36 @@ func (c *fakeClock) waits() []time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return slices.Clone(c.slept)
+}
+
+// TestDeadHolderTakenOver: a lease whose holder is a process of this host
+// that no longer exists is taken over at once, before it expires.
+func TestDeadHolderTakenOver(t *testing.T) {
+	t.Parallel()
+	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
+		if saver == nil {
+			t.Skip("needs a saver")
+		}
+		ctx := context.Background()
+		run, err := linear(t).Compile(&graph.CompileOpts{Saver: saver})
+		require.NoError(t, err)
+		_, err = run.Invoke(ctx, "dead", state{}, nil)
+		require.NoError(t, err)
+		// A process that died holding the thread: a pid that cannot exist.
+		host, err := os.Hostname()
+		require.NoError(t, err)
+		dead := fmt.Sprintf("pid %d, host %s", 1<<30, host)
+		_, err = saver.Acquire(ctx, "dead", dead, time.Now(), time.Hour)
+		require.NoError(t, err)
+		// A live holder elsewhere is respected.
+		alive := "pid 1, host another-host"
+		_, err = saver.Acquire(ctx, "alive", alive, time.Now(), time.Hour)
+		require.NoError(t, err)
+
+		_, err = run.Invoke(ctx, "dead", state{}, nil)
+		require.NoError(t, err, "the dead holder's lease is taken over")
+		_, err = run.Invoke(ctx, "alive", state{}, nil)
+		require.ErrorIs(t, err, checkpoint.ErrThreadBusy)
+		require.ErrorContains(t, err, alive)
+	})
 }

@@ -259,7 +259,8 @@ func (p *Pipeline) cleanWorktrees(ctx context.Context) {
 	if p.Repo == nil {
 		return
 	}
-	removed, err := p.Repo.CleanOrphans(ctx, func(*worktree.Worktree) bool { return false })
+	// Other runs' worktrees are theirs to clean.
+	removed, err := p.Repo.CleanOrphans(ctx, func(w *worktree.Worktree) bool { return p.RunID != "" && w.Run != p.RunID })
 	if err != nil {
 		p.log().WarnContext(ctx, "clean worktrees", slog.Any("error", err))
 	}
