@@ -211,21 +211,31 @@ func TestE2EMaxAttemptsReview(t *testing.T) {
 		fixed.Match = `Task: T2 [\s\S]*use strings\.Fields`
 		s.Conversations = append([]llm.Conversation{fixed}, s.Conversations...)
 	}
-	for _, tc := range []struct {
+	type reviewCase struct {
 		action string
 		note   string
 		fix    bool   // commit a fix to main by hand first
 		want   int    // exit code of the resume
 		status string // T2's final status
-	}{
-		{action: "retry", note: "use strings.Fields", want: 0, status: "completed"},
-		{action: "skip", want: 0, status: "skipped"},
-		{action: "fixed", fix: true, want: 0, status: "completed"},
-		{action: "abort", want: 4, status: "failed"},
-	} {
-		t.Run(tc.action, func(t *testing.T) {
+		store  string
+	}
+	var cases []reviewCase
+	for _, store := range []string{"sqlite", "postgres"} {
+		for _, tc := range []reviewCase{
+			{action: "retry", note: "use strings.Fields", want: 0, status: "completed"},
+			{action: "skip", want: 0, status: "skipped"},
+			{action: "fixed", fix: true, want: 0, status: "completed"},
+			{action: "abort", want: 4, status: "failed"},
+		} {
+			tc.store = store
+			cases = append(cases, tc)
+		}
+	}
+	for _, tc := range cases {
+		t.Run(tc.store+"/"+tc.action, func(t *testing.T) {
 			dir := exampleRepo(t, func(c map[string]any) { c["max_attempts"] = 1 }, fixedT2)
-			code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir)
+			db := storeArgs(t, tc.store)
+			code, stdout, stderr := taskloom(t, append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, db...)...)
 			require.Equal(t, 3, code, "paused for review\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 			id := runID(t, stdout)
 			if tc.fix {
@@ -244,11 +254,11 @@ func TestE2EMaxAttemptsReview(t *testing.T) {
 			if tc.note != "" {
 				args = append(args, "--note", tc.note)
 			}
-			code, stdout, stderr = taskloom(t, args...)
+			code, stdout, stderr = taskloom(t, append(args, db...)...)
 			require.Equal(t, 0, code, "review\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
-			code, stdout, stderr = taskloom(t, "resume", id, "--repo", dir)
+			code, stdout, stderr = taskloom(t, append([]string{"resume", id, "--repo", dir}, db...)...)
 			require.Equal(t, tc.want, code, "resume\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
-			s := openTestSession(t, dir, "")
+			s := openTestSession(t, dir, storeArgs2(db))
 			g, err := s.graph()
 			require.NoError(t, err)
 			res, err := g.State(context.Background(), id, -1)
@@ -264,6 +274,18 @@ func TestE2EMaxAttemptsReview(t *testing.T) {
 }
 
 func TestE2ECycleEscalates(t *testing.T) {
+	forEachStore(t, testE2ECycleEscalates)
+}
+
+// forEachStore runs fn on SQLite and on PostgreSQL, with the --db flag of
+// each (none for SQLite's default).
+func forEachStore(t *testing.T, fn func(t *testing.T, db []string)) {
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) { fn(t, storeArgs(t, kind)) })
+	}
+}
+
+func testE2ECycleEscalates(t *testing.T, db []string) {
 	dir := exampleRepo(t, nil, nil)
 	product := `# cyclic
 
@@ -287,11 +309,11 @@ func TestE2ECycleEscalates(t *testing.T) {
 `
 	path := filepath.Join(t.TempDir(), "PRODUCT.md")
 	require.NoError(t, os.WriteFile(path, []byte(product), 0o644))
-	code, stdout, stderr := taskloom(t, "run", path, "--repo", dir)
+	code, stdout, stderr := taskloom(t, append([]string{"run", path, "--repo", dir}, db...)...)
 	require.Equal(t, 3, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	require.Contains(t, stdout, "dependency cycle T1 -> T2 -> T1")
 	id := runID(t, stdout)
-	s := openTestSession(t, dir, "")
+	s := openTestSession(t, dir, storeArgs2(db))
 	g, err := s.graph()
 	require.NoError(t, err)
 	res, err := g.State(context.Background(), id, -1)
@@ -303,6 +325,10 @@ func TestE2ECycleEscalates(t *testing.T) {
 }
 
 func TestE2EMalformedToolCallRetried(t *testing.T) {
+	forEachStore(t, testE2EMalformedToolCallRetried)
+}
+
+func testE2EMalformedToolCallRetried(t *testing.T, db []string) {
 	// T1's worker first sends malformed arguments; the agent answers with an
 	// error tool_result and the worker's next reply is the good call.
 	dir := exampleRepo(t, nil, func(s *llm.Script) {
@@ -313,10 +339,10 @@ func TestE2EMalformedToolCallRetried(t *testing.T) {
 			}
 		}
 	})
-	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir)
+	code, stdout, stderr := taskloom(t, append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, db...)...)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	id := runID(t, stdout)
-	s := openTestSession(t, dir, "")
+	s := openTestSession(t, dir, storeArgs2(db))
 	convs, err := s.store.Conversations(context.Background(), id, "T1")
 	require.NoError(t, err)
 	require.NotEmpty(t, convs)
