@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskloom/taskloom/agent"
@@ -44,6 +45,8 @@ type Pipeline struct {
 	MaxAttempts  int
 	Clock        graph.Clock
 	Logger       *slog.Logger
+	scanned      atomic.Bool // the first select_task scanned for leftovers
+
 	// CrashFunc is called at named points: "select:start",
 	// "implement:before_worker", "implement:after_commit",
 	// "verify:after_tests", "integrate:before", "integrate:after" and
@@ -214,7 +217,7 @@ func finished(tasks []planner.Task) bool {
 func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 	p.crash("select:start")
 	var u State
-	p.cleanWorktrees(ctx)
+	p.removeFinished(ctx, s)
 	tasks := scheduler.Propagate(tasksOf(s))
 	u.Batch.Set(nil)
 	if finished(tasks) {
@@ -269,6 +272,32 @@ func (p *Pipeline) cleanWorktrees(ctx context.Context) {
 	}
 }
 
+// removeFinished removes the worktrees of the batch that just finished.
+// The first call of a process scans for every leftover instead (a resumed
+// run may find worktrees of tries a crash interrupted).
+func (p *Pipeline) removeFinished(ctx context.Context, s State) {
+	if p.Repo == nil {
+		return
+	}
+	if !p.scanned.Swap(true) {
+		p.cleanWorktrees(ctx)
+		return
+	}
+	for _, id := range s.Batch.Get() {
+		seq := nextSeq(s, id) - 1
+		if seq < 1 {
+			continue
+		}
+		wt, err := p.Repo.Get(ctx, s.RunID.Get(), id, seq)
+		if err != nil {
+			continue // gone already
+		}
+		if err := p.Repo.Remove(ctx, wt); err != nil {
+			p.log().WarnContext(ctx, "remove worktree", slog.String("worktree", wt.Name()), slog.Any("error", err))
+		}
+	}
+}
+
 func (p *Pipeline) selectRouter(_ context.Context, s State) ([]graph.Send, error) {
 	if len(s.Escalations.Get()) > 0 {
 		return []graph.Send{{Node: NodeEscalation}}, nil
@@ -313,6 +342,9 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	// ran: the worker resumes its conversation there.
 	wt, err := p.Repo.Get(ctx, run, id, seq)
 	resumed := err == nil
+	if resumed {
+		clearStaleLocks(ctx, wt.Path)
+	}
 	if !resumed {
 		if wt, err = p.Repo.Create(ctx, run, id, seq); err != nil {
 			return u, fmt.Errorf("implement %s: %w", id, err)
@@ -351,9 +383,6 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		changed = strings.TrimSpace(ahead) != "0" && strings.TrimSpace(ahead) != ""
 	}
 	rec.Commit, rec.Changed = sha, changed
-	if changed {
-		rec.Diff = p.diff(ctx, wt)
-	}
 	p.crash("implement:after_commit")
 	u.Attempts.Put(attemptKey(id, seq), rec)
 	msg := "worker finished"
@@ -458,6 +487,10 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 		}
 		if failure != "" {
 			rec.Error = failure
+			if rec.Changed && wts[i] != nil {
+				// The reviewer of a failed try sees its diff.
+				rec.Diff = p.diff(ctx, wts[i])
+			}
 			var escalate bool
 			var err error
 			if tasks, escalate, err = scheduler.Fail(tasks, id, failure); err != nil {
