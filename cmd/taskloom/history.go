@@ -71,19 +71,10 @@ func newHistoryCmd(a *app) *cobra.Command {
 		Long: "List a run's checkpoints (step, node, time, summary); taskloom resume RUN_ID --from STEP forks the run from one.\n" +
 			"With --task ID --export DIR, write that task's agent conversations of its last attempt (or --attempt N) to DIR.",
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.RunID = args[0]
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd, a.stdout)
-		},
+		RunE: runIDRunE(a, o, &o.RunID),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Repo, "repo", ".", "the git repo whose store holds the run")
-	f.String("db", "", "store URL (default: <repo>/.taskloom/taskloom.db)")
+	addStoreFlags(f, &o.Repo)
 	f.BoolVar(&o.JSON, "json", false, "print the checkpoints as a JSON array")
 	f.BoolVar(&o.All, "all", false, "show every checkpoint, not only the newest --limit")
 	f.IntVar(&o.Limit, "limit", defaultHistoryLimit, "how many of the newest checkpoints to show")

@@ -88,8 +88,7 @@ The decisions are recorded; taskloom resume RUN_ID acts on them.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Repo, "repo", ".", "the git repo whose store holds the run")
-	f.String("db", "", "store URL (default: <repo>/.taskloom/taskloom.db)")
+	addStoreFlags(f, &o.Repo)
 	f.StringArrayVar(&o.Tasks, "task", nil, "escalated task to decide on (repeatable or comma-separated; optional when only one task is escalated)")
 	f.StringVar(&o.Action, "action", "", "decision: fixed, retry, skip or abort")
 	f.StringVar(&o.Note, "note", "", "note for the worker's next attempt (with --action retry)")

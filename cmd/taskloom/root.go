@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Exit codes, as SPEC §1 fixes them.
@@ -100,4 +101,31 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintf(stderr, "taskloom: %s\n", msg)
 	}
 	return code
+}
+
+// runIDOpts are the options of a command that takes an optional RUN_ID.
+type runIDOpts interface {
+	Validate() error
+	Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error
+}
+
+// runIDRunE returns a RunE that stores the RUN_ID argument, if given, in
+// runID, validates o and runs it.
+func runIDRunE(a *app, o runIDOpts, runID *string) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 1 {
+			*runID = args[0]
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context(), cmd, a.stdout)
+	}
+}
+
+// addStoreFlags adds --repo and --db: where the store that holds the runs
+// is.
+func addStoreFlags(f *pflag.FlagSet, repo *string) {
+	f.StringVar(repo, "repo", ".", "the git repo whose store holds the run")
+	f.String("db", "", "store URL: postgres://… or a SQLite path (default: <repo>/.taskloom/taskloom.db)")
 }

@@ -118,19 +118,10 @@ func newResumeCmd(a *app) *cobra.Command {
 		Use:   "resume RUN_ID",
 		Short: "Continue a run from its last checkpoint, after a crash, a kill or a review",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.RunID = args[0]
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd, a.stdout)
-		},
+		RunE:  runIDRunE(a, o, &o.RunID),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Repo, "repo", ".", "the git repo whose store holds the run")
-	f.String("db", "", "store URL (default: <repo>/.taskloom/taskloom.db)")
+	addStoreFlags(f, &o.Repo)
 	f.StringVar(&o.From, "from", "", "fork the run from this checkpoint (see taskloom history) and continue the fork")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object per event")
 	return cmd

@@ -43,19 +43,10 @@ func newStatusCmd(a *app) *cobra.Command {
 		Use:   "status [RUN_ID]",
 		Short: "Show a run's progress: counts by status, current tasks, milestones, escalations",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.RunID = args[0]
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd, a.stdout)
-		},
+		RunE:  runIDRunE(a, o, &o.RunID),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Repo, "repo", ".", "the git repo whose store holds the run")
-	f.String("db", "", "store URL (default: <repo>/.taskloom/taskloom.db)")
+	addStoreFlags(f, &o.Repo)
 	f.BoolVar(&o.JSON, "json", false, "print the status as one JSON object")
 	return cmd
 }
@@ -290,8 +281,7 @@ func newRunsCmd(a *app) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Repo, "repo", ".", "the git repo whose store holds the runs")
-	f.String("db", "", "store URL (default: <repo>/.taskloom/taskloom.db)")
+	addStoreFlags(f, &o.Repo)
 	f.BoolVar(&o.JSON, "json", false, "print the runs as a JSON array")
 	return cmd
 }
