@@ -458,6 +458,12 @@ func TestRunCommand(t *testing.T) {
 		require.NoError(t, err, "the command wrote its child's pid")
 		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 		require.NoError(t, err)
+		// On a busy machine the PID may already belong to another process:
+		// only a process that is still our "sleep 60" counts as alive.
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if string(cmdline) != "sleep\x0060\x00" {
+			return
+		}
 		require.True(t, processExits(t, pid, 10*time.Second), "the background child %d was killed with its group", pid)
 	})
 
