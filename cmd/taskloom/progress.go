@@ -57,6 +57,18 @@ func (p *progress) start(product, repo string, meta runMeta) {
 	fmt.Fprintf(p.w, "product %s, repo %s, %d worker(s)\n", product, repo, meta.Workers)
 }
 
+// seed shows the tasks a resumed run already has.
+func (p *progress) seed(tasks []planner.Task) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range tasks {
+		if _, seen := p.tasks[t.ID]; !seen {
+			p.order = append(p.order, t.ID)
+		}
+		p.tasks[t.ID] = t
+	}
+}
+
 func (p *progress) resume() {
 	if p.json {
 		p.emitJSON(map[string]any{"kind": "run_resume", "run_id": p.runID})
@@ -144,7 +156,7 @@ func (p *progress) table() []string {
 		}
 		lines = append(lines, fmt.Sprintf("%-10s %-12s %-8s %s", id, t.Status, fmt.Sprintf("%d/%d", tries, t.MaxAttempts), title))
 	}
-	done := counts[planner.StatusCompleted] + counts[planner.StatusSkipped]
+	done := counts[planner.StatusCompleted] // as the summary counts it
 	pct := 0
 	if len(p.order) > 0 {
 		pct = done * 100 / len(p.order)

@@ -165,7 +165,13 @@ func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID, from 
 	}
 	pr := newProgress(w, asJSON, run.ID)
 	pr.resume()
-	res, err := s.runner(p).Resume(ctx, run.ID, &graph.RunOpts{EventFunc: pr.event})
+	runner := s.runner(p)
+	if g, err := runner.Runnable(); err == nil {
+		if st, err := g.State(ctx, run.ID, -1); err == nil {
+			pr.seed(st.State.Tasks.Values())
+		}
+	}
+	res, err := runner.Resume(ctx, run.ID, &graph.RunOpts{EventFunc: pr.event})
 	return pr.finish(res, busyMessage(run.ID, err))
 }
 
