@@ -737,3 +737,42 @@ func TestDeadHolderTakenOver(t *testing.T) {
 		require.ErrorContains(t, err, alive)
 	})
 }
+
+// TestAsyncDurability: with DurabilityAsync the checkpoints are written
+// while the next step runs, and all of them are stored when the call
+// returns.
+func TestAsyncDurability(t *testing.T) {
+	t.Parallel()
+	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
+		if saver == nil {
+			t.Skip("needs a saver")
+		}
+		ctx := context.Background()
+		g := graph.New[state]()
+		g.AddNode("inc", func(_ context.Context, s state) (state, error) {
+			var u state
+			u.Count.Set(s.Count.Get() + 1)
+			u.Log.Add(fmt.Sprint(s.Count.Get() + 1))
+			return u, nil
+		}, nil)
+		g.AddEdge(graph.START, "inc")
+		g.AddRouter("inc", func(_ context.Context, s state) (string, error) {
+			if s.Count.Get() < 50 {
+				return "inc", nil
+			}
+			return graph.END, nil
+		}, "inc", graph.END)
+		run, err := g.Compile(&graph.CompileOpts{Saver: saver, Durability: graph.DurabilityAsync})
+		require.NoError(t, err)
+		res, err := run.Invoke(ctx, "async", state{}, nil)
+		require.NoError(t, err)
+		require.Equal(t, 50, res.State.Count.Get())
+		hist, err := run.History(ctx, "async", 0)
+		require.NoError(t, err)
+		require.Len(t, hist, 51, "every step is stored before Invoke returns")
+		back, err := run.State(ctx, "async", -1)
+		require.NoError(t, err)
+		require.Equal(t, res.State.Log.Items(), back.State.Log.Items())
+		require.Equal(t, graph.StatusDone, back.Status)
+	})
+}
