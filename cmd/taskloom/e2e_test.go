@@ -486,3 +486,51 @@ func TestE2EAPIKeyNeverStored(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.NotContains(t, stdout, key)
 }
+
+// TestE2ECommandWorker runs the pipeline with an external agent CLI (a
+// shell script), alone and in a Ralph loop.
+func TestE2ECommandWorker(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		ralph bool
+	}{{"command", false}, {"ralph", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// An external agent on a task list needs no model, and no key.
+			t.Setenv("ANTHROPIC_API_KEY", "")
+			dir := t.TempDir()
+			agentScript := filepath.Join(t.TempDir(), "agent.sh")
+			// The agent writes the task's file on its second run only, so
+			// the Ralph loop needs two iterations.
+			require.NoError(t, os.WriteFile(agentScript, []byte(`#!/bin/sh
+n=$(cat .runs 2>/dev/null || echo 0); n=$((n+1)); echo $n > .runs
+case "$1" in *"Task: T1 "*) ;; *) echo "no task line"; exit 9 ;; esac
+if [ $n -ge 2 ] || [ "$RALPH" = "" ]; then echo "hello from $2" > hello.txt; fi
+echo '{"type":"result","result":"wrote hello.txt <promise>DONE</promise>","total_cost_usd":0.01,"session_id":"s1"}'
+`), 0o755))
+			cfg := map[string]any{
+				"verify":             map[string]any{"command": []string{"test", "-f", "hello.txt"}},
+				"build_verification": map[string]any{"command": []string{"true"}},
+				"worker":             map[string]any{"kind": "command", "command": []string{agentScript, "{prompt}", "{task_id}"}},
+			}
+			if tc.ralph {
+				cfg["worker"].(map[string]any)["ralph"] = map[string]any{"enabled": true, "max_iterations": 4}
+				t.Setenv("RALPH", "1")
+			}
+			data, err := json.Marshal(cfg)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), data, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".runs\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Say hello\n- acceptance_criteria:\n  - hello.txt exists\n- files_to_create: hello.txt\n"), 0o644))
+			git(t, dir, "init", "-q", "-b", "main")
+			git(t, dir, "add", "-A")
+			git(t, dir, "commit", "-q", "-m", "p")
+			code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, )
+			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			data, err = os.ReadFile(filepath.Join(dir, "hello.txt"))
+			require.NoError(t, err)
+			require.Equal(t, "hello from T1\n", string(data))
+			require.Equal(t, []string{"1"}, trailers(t, dir)["T1"])
+			noWorktreesLeft(t, dir)
+		})
+	}
+}

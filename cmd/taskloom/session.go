@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -118,10 +119,10 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 	if err != nil {
 		return nil, err
 	}
-	m, err := llm.New(ctx, meta.Model, nil)
-	if err != nil {
-		return nil, err
-	}
+	// The model is built when something needs it: the agent worker, or a
+	// breakdown of a PRODUCT.md without a task list. An external agent
+	// CLI on a task list needs no model (and no API key).
+	model := sync.OnceValues(func() (llms.Model, error) { return llm.New(ctx, meta.Model, nil) })
 	limits := planner.Limits{
 		MaxFilesToCreate:    cfg.TaskSizeLimits.MaxFilesToCreate,
 		MaxFilesToModify:    cfg.TaskSizeLimits.MaxFilesToModify,
@@ -134,7 +135,7 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 	popts := &planner.Opts{Limits: &limits, Workers: meta.Workers, MaxAttempts: cfg.MaxAttempts, Logger: s.logger,
 		ScheduleFunc: scheduler.PlanSchedule}
 	verify := nodes.VerifyOpts{Command: cfg.Verify.Command, Timeout: cfg.Verify.Timeout.Duration}
-	worker, err := s.worker(m, runID, verify)
+	worker, err := s.worker(model, runID, verify)
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +153,10 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 				}
 				return planner.Build(raw, popts)
 			}
+			m, err := model()
+			if err != nil {
+				return nil, err
+			}
 			return planner.FromProduct(ctx, m, string(data), popts)
 		},
 		Repo:         repo,
@@ -166,7 +171,7 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 }
 
 // worker builds the configured worker.
-func (s *session) worker(m llms.Model, runID string, verify nodes.VerifyOpts) (agent.Worker, error) {
+func (s *session) worker(model func() (llms.Model, error), runID string, verify nodes.VerifyOpts) (agent.Worker, error) {
 	cfg := s.cfg
 	var w agent.Worker
 	switch cfg.Worker.Kind {
@@ -177,6 +182,10 @@ func (s *session) worker(m llms.Model, runID string, verify nodes.VerifyOpts) (a
 		}
 		w = cw
 	default:
+		m, err := model()
+		if err != nil {
+			return nil, err
+		}
 		a, err := agent.New(m, s.store.Histories(runID), s.agentOpts())
 		if err != nil {
 			return nil, err
