@@ -1,21 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
@@ -72,10 +69,11 @@ func (o *planOpts) Validate() error {
 // Run builds the plan and prints it to w. A plan with dependency cycles is
 // printed too, and then reported as an error.
 func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
-	limits, err := loadTaskSizeLimits(o.Repo)
+	cfg, err := config.Load(config.LoadOpts{RepoDir: o.Repo})
 	if err != nil {
-		return err
+		return fmt.Errorf("plan: %w", err)
 	}
+	limits := plannerLimits(cfg)
 	popts := &planner.Opts{Limits: &limits, Workers: o.Workers, Logger: o.Logger, ScheduleFunc: scheduler.PlanSchedule}
 	var p *planner.Plan
 	var perr error
@@ -95,16 +93,14 @@ func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
 		}
 		var model llms.Model
 		if !planner.HasTaskList(string(data)) {
+			// --model, else TASKLOOM_MODEL, else the config's model.
 			spec := o.Model
 			if spec == "" {
-				spec = o.GetenvFunc("TASKLOOM_MODEL")
-			}
-			if spec == "" {
-				return fmt.Errorf("plan: %s has no explicit task list, so the breakdown needs a model: pass --model SPEC (for example scripted:session.json) or set TASKLOOM_MODEL", o.Product)
+				spec = cfg.Model
 			}
 			m, err := llm.New(ctx, spec, &llm.Opts{GetenvFunc: o.GetenvFunc})
 			if err != nil {
-				return fmt.Errorf("plan: %w", err)
+				return fmt.Errorf("plan: %s has no explicit task list, so the breakdown needs a model: %w; pass --model SPEC (for example scripted:session.json), set TASKLOOM_MODEL or the config's model", o.Product, err)
 			}
 			model = m
 		}
@@ -138,58 +134,6 @@ func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("plan: %w", perr)
 	}
 	return nil
-}
-
-// loadTaskSizeLimits reads task_size_limits from repo's
-// .project-config.json over the defaults. A missing file means defaults.
-// Other keys of the file are left to the config package.
-// TODO: take the limits from config.Load once plan moves onto it.
-func loadTaskSizeLimits(repo string) (planner.Limits, error) {
-	limits := planner.DefaultLimits()
-	path := filepath.Join(repo, ".project-config.json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return limits, nil
-	}
-	if err != nil {
-		return limits, fmt.Errorf("plan: read config: %w", err)
-	}
-	var file struct {
-		TaskSizeLimits json.RawMessage `json:"task_size_limits"`
-	}
-	if err := json.Unmarshal(data, &file); err != nil {
-		return limits, fmt.Errorf("plan: %s: %w", path, err)
-	}
-	if len(file.TaskSizeLimits) == 0 || string(file.TaskSizeLimits) == "null" {
-		return limits, nil
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(file.TaskSizeLimits, &raw); err != nil {
-		return limits, fmt.Errorf("plan: %s: task_size_limits: must be an object", path)
-	}
-	targets := map[string]any{
-		"max_files_to_create":   &limits.MaxFilesToCreate,
-		"max_files_to_modify":   &limits.MaxFilesToModify,
-		"max_criteria_per_task": &limits.MaxCriteriaPerTask,
-		"max_input_tokens":      &limits.MaxInputTokens,
-		"max_time_minutes":      &limits.MaxTimeMinutes,
-		"complexity_threshold":  &limits.ComplexityThreshold,
-		"auto_split":            &limits.AutoSplit,
-	}
-	for k, v := range raw {
-		dst, ok := targets[k]
-		if !ok {
-			return limits, fmt.Errorf("plan: %s: task_size_limits.%s: unknown key", path, k)
-		}
-		dec := json.NewDecoder(bytes.NewReader(v))
-		if err := dec.Decode(dst); err != nil {
-			return limits, fmt.Errorf("plan: %s: task_size_limits.%s: wrong type: %s", path, k, strings.TrimPrefix(err.Error(), "json: "))
-		}
-	}
-	if err := limits.Validate(); err != nil {
-		return limits, fmt.Errorf("plan: %s: %w", path, err)
-	}
-	return limits, nil
 }
 
 func newPlanCmd(a *app) *cobra.Command {

@@ -121,7 +121,7 @@ func TestPlanErrors(t *testing.T) {
 		{"not JSON", []string{"plan", "--tasks", "testdata/plan/PRODUCT.md", "--repo", repo}, 1,
 			"taskloom: plan: testdata/plan/PRODUCT.md: invalid JSON at line 1, column 1: invalid character '#' looking for beginning of value\n"},
 		{"no model", []string{"plan", "testdata/plan/PRODUCT.md", "--repo", repo}, 1,
-			"taskloom: plan: testdata/plan/PRODUCT.md has no explicit task list, so the breakdown needs a model: pass --model SPEC (for example scripted:session.json) or set TASKLOOM_MODEL\n"},
+			"taskloom: plan: testdata/plan/PRODUCT.md has no explicit task list, so the breakdown needs a model: model spec \"anthropic:claude-sonnet-4-5\": missing API key: set ANTHROPIC_API_KEY; pass --model SPEC (for example scripted:session.json), set TASKLOOM_MODEL or the config's model\n"},
 		{"a model that never answers validly", []string{"plan", "testdata/plan/PRODUCT.md", "--repo", repo, "--model", "scripted:testdata/plan/never_valid_session.json"}, 1,
 			`level=WARN msg="planner: invalid breakdown answer" attempt=1 problems=1 first="the reply contains no JSON object; reply with the raw tasks JSON object only"` + "\n" +
 				`level=WARN msg="planner: invalid breakdown answer" attempt=2 problems=1 first="tasks: must have at least one task (taskloom never invents placeholder tasks)"` + "\n" +
@@ -129,11 +129,11 @@ func TestPlanErrors(t *testing.T) {
 				"taskloom: plan: testdata/plan/PRODUCT.md: breakdown: the model gave no valid plan after 3 attempts; problems in its last answer: " +
 				"invalid JSON at line 1, column 92: unexpected end of input (the JSON is truncated)\n"},
 		{"unknown limit", []string{"plan", "--tasks", "testdata/plan/tasks.json", "--repo", badConfig}, 1,
-			"taskloom: plan: " + filepath.Join(badConfig, ".project-config.json") + ": task_size_limits.max_files: unknown key\n"},
+			"taskloom: plan: unknown key \"task_size_limits.max_files\" in " + filepath.Join(badConfig, ".project-config.json") + "\n"},
 		{"limit out of range", []string{"plan", "--tasks", "testdata/plan/tasks.json", "--repo", rangeConfig}, 1,
-			"taskloom: plan: " + filepath.Join(rangeConfig, ".project-config.json") + ": task_size_limits.complexity_threshold: must be between 0 and 13, got 20\n"},
+			"taskloom: plan: task_size_limits.complexity_threshold: must be between 0 and 13, got 20 (from " + filepath.Join(rangeConfig, ".project-config.json") + ")\n"},
 		{"limit of the wrong type", []string{"plan", "--tasks", "testdata/plan/tasks.json", "--repo", typeConfig}, 1,
-			"taskloom: plan: " + filepath.Join(typeConfig, ".project-config.json") + ": task_size_limits.auto_split: wrong type: cannot unmarshal string into Go value of type bool\n"},
+			"taskloom: plan: task_size_limits.auto_split: must be true or false, got \"yes\" (from " + filepath.Join(typeConfig, ".project-config.json") + ")\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

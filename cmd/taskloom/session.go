@@ -123,15 +123,7 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 	// breakdown of a PRODUCT.md without a task list. An external agent
 	// CLI on a task list needs no model (and no API key).
 	model := sync.OnceValues(func() (llms.Model, error) { return llm.New(ctx, meta.Model, nil) })
-	limits := planner.Limits{
-		MaxFilesToCreate:    cfg.TaskSizeLimits.MaxFilesToCreate,
-		MaxFilesToModify:    cfg.TaskSizeLimits.MaxFilesToModify,
-		MaxCriteriaPerTask:  cfg.TaskSizeLimits.MaxCriteriaPerTask,
-		MaxInputTokens:      cfg.TaskSizeLimits.MaxInputTokens,
-		MaxTimeMinutes:      float64(cfg.TaskSizeLimits.MaxTimeMinutes),
-		ComplexityThreshold: cfg.TaskSizeLimits.ComplexityThreshold,
-		AutoSplit:           cfg.TaskSizeLimits.AutoSplit,
-	}
+	limits := plannerLimits(cfg)
 	popts := &planner.Opts{Limits: &limits, Workers: meta.Workers, MaxAttempts: cfg.MaxAttempts, Logger: s.logger,
 		ScheduleFunc: scheduler.PlanSchedule}
 	verify := nodes.VerifyOpts{Command: cfg.Verify.Command, Timeout: cfg.Verify.Timeout.Duration}
@@ -286,4 +278,18 @@ func crashFunc() func(string) {
 func (s *session) graph() (*graph.Runnable[nodes.State], error) {
 	r := &nodes.Runner{Pipeline: &nodes.Pipeline{}, Saver: s.saver, Logger: s.logger}
 	return r.Runnable()
+}
+
+// plannerLimits maps the config's task_size_limits onto the planner's.
+func plannerLimits(cfg config.Config) planner.Limits {
+	l := cfg.TaskSizeLimits
+	return planner.Limits{
+		MaxFilesToCreate:    l.MaxFilesToCreate,
+		MaxFilesToModify:    l.MaxFilesToModify,
+		MaxCriteriaPerTask:  l.MaxCriteriaPerTask,
+		MaxInputTokens:      l.MaxInputTokens,
+		MaxTimeMinutes:      float64(l.MaxTimeMinutes),
+		ComplexityThreshold: l.ComplexityThreshold,
+		AutoSplit:           l.AutoSplit,
+	}
 }
