@@ -524,7 +524,7 @@ echo '{"type":"result","result":"wrote hello.txt <promise>DONE</promise>","total
 			git(t, dir, "init", "-q", "-b", "main")
 			git(t, dir, "add", "-A")
 			git(t, dir, "commit", "-q", "-m", "p")
-			code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, )
+			code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			data, err = os.ReadFile(filepath.Join(dir, "hello.txt"))
 			require.NoError(t, err)
