@@ -522,20 +522,7 @@ func TestHistoryForkUpdatePrune(t *testing.T) {
 			t.Skip("needs a saver")
 		}
 		ctx := context.Background()
-		g := graph.New[state]()
-		g.AddNode("inc", func(_ context.Context, s state) (state, error) {
-			var u state
-			u.Count.Set(s.Count.Get() + 1)
-			u.Log.Add(fmt.Sprint(s.Count.Get() + 1))
-			return u, nil
-		}, nil)
-		g.AddEdge(graph.START, "inc")
-		g.AddRouter("inc", func(_ context.Context, s state) (string, error) {
-			if s.Count.Get() < 10 {
-				return "inc", nil
-			}
-			return graph.END, nil
-		}, "inc", graph.END)
+		g := counter(10)
 		run, err := g.Compile(&graph.CompileOpts{Saver: saver})
 		require.NoError(t, err)
 		_, err = run.Invoke(ctx, "h", state{}, nil)
@@ -748,20 +735,7 @@ func TestAsyncDurability(t *testing.T) {
 			t.Skip("needs a saver")
 		}
 		ctx := context.Background()
-		g := graph.New[state]()
-		g.AddNode("inc", func(_ context.Context, s state) (state, error) {
-			var u state
-			u.Count.Set(s.Count.Get() + 1)
-			u.Log.Add(fmt.Sprint(s.Count.Get() + 1))
-			return u, nil
-		}, nil)
-		g.AddEdge(graph.START, "inc")
-		g.AddRouter("inc", func(_ context.Context, s state) (string, error) {
-			if s.Count.Get() < 50 {
-				return "inc", nil
-			}
-			return graph.END, nil
-		}, "inc", graph.END)
+		g := counter(50)
 		run, err := g.Compile(&graph.CompileOpts{Saver: saver, Durability: graph.DurabilityAsync})
 		require.NoError(t, err)
 		res, err := run.Invoke(ctx, "async", state{}, nil)
@@ -775,4 +749,24 @@ func TestAsyncDurability(t *testing.T) {
 		require.Equal(t, res.State.Log.Items(), back.State.Log.Items())
 		require.Equal(t, graph.StatusDone, back.Status)
 	})
+}
+
+// counter is a loop of one node, "inc", that counts to limit and logs
+// each number.
+func counter(limit int) *graph.Graph[state] {
+	g := graph.New[state]()
+	g.AddNode("inc", func(_ context.Context, s state) (state, error) {
+		var u state
+		u.Count.Set(s.Count.Get() + 1)
+		u.Log.Add(fmt.Sprint(s.Count.Get() + 1))
+		return u, nil
+	}, nil)
+	g.AddEdge(graph.START, "inc")
+	g.AddRouter("inc", func(_ context.Context, s state) (string, error) {
+		if s.Count.Get() < limit {
+			return "inc", nil
+		}
+		return graph.END, nil
+	}, "inc", graph.END)
+	return g
 }
