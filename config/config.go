@@ -41,6 +41,7 @@ type Config struct {
 	Verify            Verify            `json:"verify" mapstructure:"verify"`
 	BuildVerification BuildVerification `json:"build_verification" mapstructure:"build_verification"`
 	Database          Database          `json:"database" mapstructure:"database"`
+	Sandbox           Sandbox           `json:"sandbox" mapstructure:"sandbox"`
 	Integrations      Integrations      `json:"integrations" mapstructure:"integrations"`
 
 	// Extensions beyond SPEC §3.
@@ -99,7 +100,25 @@ type BuildVerification struct {
 // postgres://… for PostgreSQL (SPEC §2).
 type Database struct {
 	URL string `json:"url" mapstructure:"url"`
+	// RetryFor is how long a run waits, retrying with backoff, for a store
+	// that became unreachable (a restarted server, a network blip) before
+	// it stops.
+	RetryFor Duration `json:"retry_for" mapstructure:"retry_for"`
 }
+
+// Sandbox confines the commands a worker runs and the verify and build
+// commands.
+type Sandbox struct {
+	// Network lets those commands reach the network; off by default.
+	Network bool `json:"network" mapstructure:"network"`
+	// EnvAllow lists the environment variables those commands see; every
+	// other variable is removed, and its value is redacted from what they
+	// print.
+	EnvAllow []string `json:"env_allow" mapstructure:"env_allow"`
+}
+
+// DefaultEnvAllow is the default of sandbox.env_allow.
+var DefaultEnvAllow = []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS"}
 
 // Integrations holds the optional third-party syncs.
 type Integrations struct {
@@ -201,7 +220,8 @@ func Default() Config {
 		},
 		Verify:            Verify{Command: []string{"go", "test", "./..."}, Timeout: Duration{10 * time.Minute}},
 		BuildVerification: BuildVerification{Command: []string{"go", "build", "./..."}},
-		Database:          Database{URL: ""},
+		Database:          Database{URL: "", RetryFor: Duration{2 * time.Minute}},
+		Sandbox:           Sandbox{Network: false, EnvAllow: slices.Clone(DefaultEnvAllow)},
 		Integrations:      Integrations{Linear: Linear{Enabled: false, TeamID: "", CreateProject: true}},
 		Worktree:          Worktree{Include: []string{}},
 		Agent: Agent{
@@ -248,6 +268,7 @@ func (c Config) clone() Config {
 	r.Verify.Command = slices.Clone(c.Verify.Command)
 	r.BuildVerification.Command = slices.Clone(c.BuildVerification.Command)
 	r.Worktree.Include = slices.Clone(c.Worktree.Include)
+	r.Sandbox.EnvAllow = slices.Clone(c.Sandbox.EnvAllow)
 	r.Agent.CommandAllow = slices.Clone(c.Agent.CommandAllow)
 	r.Agent.CommandDeny = slices.Clone(c.Agent.CommandDeny)
 	r.Agent.SkillsDirs = slices.Clone(c.Agent.SkillsDirs)

@@ -62,6 +62,12 @@ func (c Config) Validate() error {
 			p.add("database.url", "must be empty, a postgres:// URL or a SQLite file path, got %q", RedactURL(u))
 		}
 	}
+	p.positive("database.retry_for", c.Database.RetryFor)
+	for i, name := range c.Sandbox.EnvAllow {
+		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "= \t") {
+			p.add(fmt.Sprintf("sandbox.env_allow[%d]", i), "must be an environment variable name, got %q", name)
+		}
+	}
 	if l := c.Integrations.Linear; l.Enabled && strings.TrimSpace(l.TeamID) == "" {
 		p.add("integrations.linear.team_id", "must be set when integrations.linear.enabled is true")
 	}
