@@ -1,0 +1,102 @@
+package proc
+
+import (
+	"slices"
+	"strings"
+)
+
+// ReduceEnv returns the variables of environ whose names are in allow,
+// followed by extra ("NAME=value" pairs, which win over environ's). On
+// Windows names compare without case, as the OS does.
+func ReduceEnv(environ, allow []string, extra ...string) []string {
+	out := make([]string, 0, len(allow)+len(extra))
+	overridden := make(map[string]bool, len(extra))
+	for _, kv := range extra {
+		name, _, _ := strings.Cut(kv, "=")
+		overridden[envKey(name)] = true
+	}
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || overridden[envKey(name)] || !allowed(name, allow) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, extra...)
+}
+
+func allowed(name string, allow []string) bool {
+	return slices.ContainsFunc(allow, func(a string) bool { return envKey(a) == envKey(name) })
+}
+
+// minSecretLength is the shortest value Redactor hides: shorter values
+// ("1", "true", "C") are too common in ordinary output to be secrets worth
+// mangling it for.
+const minSecretLength = 6
+
+// Redactor replaces secret values in text with "[REDACTED]".
+type Redactor struct {
+	r *strings.Replacer
+}
+
+// NewRedactor returns a Redactor for the values of every variable of
+// environ whose name is not in allow (a variable the sandbox removed is
+// presumed secret), plus the extra values (provider keys). Values shorter
+// than six bytes, and values that are only a path or a list of paths
+// (HOME, PWD, PATH-like variables), are left alone: redacting those would
+// mangle every file name in the output and protect nothing.
+func NewRedactor(environ, allow []string, extra ...string) *Redactor {
+	var values []string
+	add := func(v string) {
+		v = strings.TrimSpace(v)
+		if len(v) >= minSecretLength && !slices.Contains(values, v) {
+			values = append(values, v)
+		}
+	}
+	for _, kv := range environ {
+		name, v, ok := strings.Cut(kv, "=")
+		if !ok || allowed(name, allow) || onlyPaths(v) {
+			continue
+		}
+		add(v)
+	}
+	for _, v := range extra {
+		add(v)
+	}
+	// Longer values first, so that a secret that contains another is
+	// replaced whole.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	pairs := make([]string, 0, 2*len(values))
+	for _, v := range values {
+		pairs = append(pairs, v, "[REDACTED]")
+	}
+	if len(pairs) == 0 {
+		return &Redactor{}
+	}
+	return &Redactor{r: strings.NewReplacer(pairs...)}
+}
+
+// Redact returns s with every secret value replaced.
+func (r *Redactor) Redact(s string) string {
+	if r == nil || r.r == nil {
+		return s
+	}
+	return r.r.Replace(s)
+}
+
+// onlyPaths reports whether v is an absolute path or a list of them,
+// which no one keeps secrets in.
+func onlyPaths(v string) bool {
+	if v == "" {
+		return true
+	}
+	for _, p := range strings.FieldsFunc(v, func(r rune) bool { return r == ':' || r == ';' }) {
+		if !strings.HasPrefix(p, "/") && !(len(p) > 2 && p[1] == ':' && (p[2] == '\\' || p[2] == '/')) {
+			return false
+		}
+		if strings.ContainsAny(p, "@?=") {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,273 @@
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Cmd is one subprocess.
+type Cmd struct {
+	// Args is the program and its arguments; the program is looked up in
+	// the PATH of Env (or of this process when Env is nil).
+	Args []string
+	// Dir is the working directory; "" means this process's.
+	Dir string
+	// Env is the complete environment of the command; nil means this
+	// process's own. Use ReduceEnv to build an allowlisted one.
+	Env []string
+	// Stdin feeds the command's standard input; nil means none.
+	Stdin io.Reader
+	// Timeout bounds the run; 0 means only ctx does. When it passes the
+	// command and everything it started are killed and the result says
+	// TimedOut.
+	Timeout time.Duration
+	// OutputLimit caps each of Stdout, Stderr and Output at about that
+	// many bytes, keeping the head and the tail; 0 keeps everything.
+	OutputLimit int
+	// OnLine, when set, receives every complete line of output, in order,
+	// from one goroutine at a time.
+	OnLine func(line string)
+	// Sandbox confines the command; nil runs it unconfined (taskloom's own
+	// git commands).
+	Sandbox *Policy
+}
+
+// Result is what a command did.
+type Result struct {
+	// ExitCode is the exit status, or -1 when the command was killed by a
+	// signal or never ran.
+	ExitCode int
+	// Stdout and Stderr are the two streams; Output interleaves them by
+	// lines. All three are capped by OutputLimit.
+	Stdout, Stderr, Output string
+	// TimedOut is true when Timeout passed and the command was killed.
+	TimedOut bool
+	Duration time.Duration
+}
+
+// ErrTimeout is the cause of a run's context when its timeout passed.
+var ErrTimeout = errors.New("command timed out")
+
+// Run runs c and waits for it. A non-zero exit and a timeout are results,
+// not errors: the error is non-nil only when the command could not start
+// or ctx ended (then it wraps ctx's cause).
+func Run(ctx context.Context, c Cmd) (Result, error) {
+	if len(c.Args) == 0 || c.Args[0] == "" {
+		return Result{ExitCode: -1}, errors.New("run: empty command")
+	}
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Timeout > 0 {
+		runCtx, cancel = context.WithTimeoutCause(ctx, c.Timeout, ErrTimeout)
+	}
+	defer cancel()
+
+	cmd, err := command(runCtx, c)
+	if err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	cmd.Dir = c.Dir
+	cmd.Stdin = c.Stdin
+	// A grandchild that left the group and kept our pipes open must not
+	// hold Wait forever.
+	cmd.WaitDelay = 3 * time.Second
+
+	cap := &capture{both: newHeadTail(c.OutputLimit), onLine: c.OnLine}
+	stdout := &stream{c: cap, own: newHeadTail(c.OutputLimit)}
+	stderr := &stream{c: cap, own: newHeadTail(c.OutputLimit)}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	start := time.Now()
+	err = cmd.Run()
+	stdout.flush()
+	stderr.flush()
+	res := Result{
+		ExitCode: -1,
+		Stdout:   stdout.own.String(), Stderr: stderr.own.String(), Output: cap.both.String(),
+		Duration: time.Since(start),
+	}
+	if cmd.ProcessState == nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("run %s: %w", c.Args[0], context.Cause(ctx))
+		}
+		return res, fmt.Errorf("run %s: %w", c.Args[0], err)
+	}
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("run %s: %w", c.Args[0], context.Cause(ctx))
+	}
+	res.TimedOut = errors.Is(context.Cause(runCtx), ErrTimeout) && !cmd.ProcessState.Success()
+	if c.Sandbox != nil && res.ExitCode == helperFailed && strings.Contains(res.Stderr, helperPrefix) {
+		// The helper could not set the sandbox up: that is not the
+		// command's verdict.
+		return res, fmt.Errorf("run %s: %s", c.Args[0], strings.TrimSpace(lastLine(res.Stderr)))
+	}
+	return res, nil
+}
+
+// command builds the exec.Cmd for c: directly, or through the sandbox
+// helper.
+func command(ctx context.Context, c Cmd) (*exec.Cmd, error) {
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	if c.Sandbox != nil {
+		return sandboxed(ctx, c, env)
+	}
+	path, err := lookPath(c.Args[0], env)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", c.Args[0], err)
+	}
+	cmd := exec.CommandContext(ctx, path, c.Args[1:]...)
+	cmd.Args[0] = c.Args[0]
+	cmd.Env = env
+	setGroup(cmd)
+	return cmd, nil
+}
+
+// lookPath finds a program in the PATH of env, as the command will.
+func lookPath(name string, env []string) (string, error) {
+	if strings.ContainsRune(name, os.PathSeparator) || strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	return lookPathIn(name, path)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// maxLineLength bounds a line handed to OnLine; longer ones are split.
+const maxLineLength = 64 << 10
+
+// capture collects both streams of a command whole lines at a time, so
+// that they interleave by lines.
+type capture struct {
+	mu     sync.Mutex
+	both   *headTail
+	onLine func(string)
+}
+
+func (c *capture) line(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.both.Write(b)
+	if c.onLine != nil {
+		c.onLine(strings.TrimRight(string(b), "\r\n"))
+	}
+}
+
+// stream is one of a command's output streams. Only exec's copying
+// goroutine for that stream writes to it.
+type stream struct {
+	c       *capture
+	own     *headTail
+	partial []byte
+}
+
+func (s *stream) Write(p []byte) (int, error) {
+	n := len(p)
+	s.own.Write(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.partial = append(s.partial, p...)
+			if len(s.partial) >= maxLineLength {
+				s.flush()
+			}
+			break
+		}
+		line := p[:i+1]
+		if len(s.partial) > 0 {
+			line = append(s.partial, line...)
+			s.partial = s.partial[:0]
+		}
+		s.c.line(line)
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// flush hands on a last line that had no newline.
+func (s *stream) flush() {
+	if len(s.partial) > 0 {
+		s.c.line(s.partial)
+		s.partial = nil
+	}
+}
+
+// headTail keeps the first and last limit/2 bytes written to it; a limit
+// of 0 keeps everything.
+type headTail struct {
+	limit int
+	head  []byte
+	tail  []byte // ring buffer once full
+	pos   int
+	total int64
+}
+
+func newHeadTail(limit int) *headTail {
+	if limit > 0 && limit < 64 {
+		limit = 64
+	}
+	return &headTail{limit: limit}
+}
+
+func (h *headTail) Write(p []byte) (int, error) {
+	n := len(p)
+	h.total += int64(n)
+	if h.limit == 0 {
+		h.head = append(h.head, p...)
+		return n, nil
+	}
+	half := h.limit / 2
+	if room := half - len(h.head); room > 0 {
+		take := min(room, len(p))
+		h.head = append(h.head, p[:take]...)
+		p = p[take:]
+	}
+	tailCap := h.limit - half
+	for len(p) > 0 {
+		if len(h.tail) < tailCap {
+			take := min(tailCap-len(h.tail), len(p))
+			h.tail = append(h.tail, p[:take]...)
+			p = p[take:]
+			continue
+		}
+		c := copy(h.tail[h.pos:], p)
+		h.pos = (h.pos + c) % tailCap
+		p = p[c:]
+	}
+	return n, nil
+}
+
+func (h *headTail) String() string {
+	tail := append(append([]byte{}, h.tail[h.pos:]...), h.tail[:h.pos]...)
+	kept := int64(len(h.head) + len(tail))
+	if h.total <= kept {
+		return string(h.head) + string(tail)
+	}
+	var b bytes.Buffer
+	b.Write(h.head)
+	fmt.Fprintf(&b, "\n… [%d bytes omitted] …\n", h.total-kept)
+	b.Write(tail)
+	return b.String()
+}
