@@ -13,8 +13,9 @@ import (
 // trailer "Taskloom-Task: RUN/TASK/ATTEMPT".
 //
 // The branch always ends up with at most one commit on top of the main
-// commit it started from: commits the worker made itself, and an earlier
-// Commit of the same attempt, are folded into this one. When there is
+// commit it started from (w.Base): commits the worker made itself, and an
+// earlier Commit of the same attempt, are folded into this one. Commits
+// below the base are never folded in, even when main no longer has them. When there is
 // nothing to commit, Commit makes no commit and returns the branch's head
 // with changed false. Commit hooks do not run, and the commit is not signed.
 func (m *Manager) Commit(ctx context.Context, w *Worktree, message string) (sha string, changed bool, err error) {
@@ -36,9 +37,16 @@ func (m *Manager) Commit(ctx context.Context, w *Worktree, message string) (sha 
 	if _, err := m.git(ctx, w.Path, add...); err != nil {
 		return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
 	}
-	// Commits on the branch that main does not have, oldest last; the first
-	// parent of the oldest is the commit the attempt started from.
-	out, err := m.git(ctx, w.Path, "log", "--first-parent", "--format=%H %P", m.mainRef+"..HEAD", "--")
+	// Commits on the branch that neither main nor the attempt's base has,
+	// oldest last; the first parent of the oldest is the commit the attempt
+	// started from. Excluding the base matters when main was reset under
+	// the attempt: the commits the user dropped from main are then still
+	// below HEAD, and must not be folded into the attempt's commit.
+	args := []string{"log", "--first-parent", "--format=%H %P", "HEAD", "--not", m.mainRef}
+	if w.Base != "" {
+		args = append(args, w.Base)
+	}
+	out, err := m.git(ctx, w.Path, append(args, "--")...)
 	if err != nil {
 		return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
 	}

@@ -71,7 +71,9 @@ const maxRaces = 10
 // in the worktree that has it checked out otherwise, so that checkout's
 // files follow. If main moved meanwhile (another process), Integrate starts
 // over. If that checkout has local changes in the way, it returns a
-// *DirtyError and main is unchanged.
+// *DirtyError and main is unchanged. If main no longer contains the commit
+// the attempt started from (it was reset or rewritten), it returns a
+// *ResetError and main is unchanged.
 //
 // Calls are serialized within the Manager by a mutex and across processes
 // by an flock on <git common dir>/taskloom-integrate.lock, which the kernel
@@ -124,6 +126,13 @@ func (m *Manager) integrateOnce(ctx context.Context, w *Worktree) (res Result, r
 		return Result{Outcome: NothingToIntegrate, Main: old}, false, nil
 	}
 
+	// The attempt's commit sits on the main commit it started from. When
+	// main no longer contains that commit, main was reset or rewritten
+	// under the attempt: cherry-picking would bring back what the user
+	// dropped, or drop what the attempt built on.
+	if err := m.checkContains(ctx, w.Run, tip.parent, old); err != nil {
+		return Result{}, false, err
+	}
 	next, ff := tip.sha, tip.parent == old
 	if !ff {
 		tree, err := m.mergeTree(ctx, w, old, tip)
@@ -151,11 +160,10 @@ func (m *Manager) integrateOnce(ctx context.Context, w *Worktree) (res Result, r
 func (m *Manager) mergeTree(ctx context.Context, w *Worktree, old string, tip branchTip) (string, error) {
 	args := []string{"merge-tree", "--write-tree", "-z", "--name-only", "--no-messages"}
 	if m.mergeBase {
-		args = append(args, "--merge-base="+tip.parent)
-	} else if _, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", tip.parent, old); err != nil {
 		// Without --merge-base (git < 2.40) git merges from the common
-		// ancestor, which is the attempt's start only if main still has it.
-		return "", fmt.Errorf("integrate %s: main no longer contains the commit the attempt started from (was it reset?)", w.ID())
+		// ancestor, which is the attempt's start: integrateOnce checked
+		// that main still has it.
+		args = append(args, "--merge-base="+tip.parent)
 	}
 	args = append(args, old, tip.sha)
 	out, err := m.run(ctx, gitCmd{dir: m.root, args: args})

@@ -29,6 +29,10 @@ type Worktree struct {
 	Attempt int
 	Path    string // <repo>/.taskloom/worktrees/<run>-<task>-<attempt>
 	Branch  string // taskloom/<run>/<task>/<attempt>
+	// Base is the main commit the attempt started from, when known. Commit
+	// folds only the commits made on top of it, so that main's own commits
+	// never ride along with the attempt's (main may have been reset since).
+	Base string
 }
 
 // ID is the attempt's "RUN/TASK/ATTEMPT", the value of its trailer.
@@ -74,8 +78,11 @@ func (m *Manager) Create(ctx context.Context, run, taskID string, attempt int) (
 	if err != nil {
 		return nil, fmt.Errorf("create worktree %s: %w", w.ID(), err)
 	}
+	w.Base = base
 	m.adminMu.Lock()
-	_, err = m.git(ctx, m.root, "worktree", "add", "-q", "-b", w.Branch, w.Path, base)
+	// The branch's reflog keeps its creation point, where Get finds the
+	// base again after a restart.
+	_, err = m.git(ctx, m.root, "-c", "core.logAllRefUpdates=true", "worktree", "add", "-q", "-b", w.Branch, w.Path, base)
 	m.adminMu.Unlock()
 	if err != nil {
 		if _, statErr := os.Stat(w.Path); statErr == nil || m.branchExists(ctx, w.Branch) {
@@ -102,7 +109,19 @@ func (m *Manager) Get(ctx context.Context, run, taskID string, attempt int) (*Wo
 	if _, err := os.Stat(w.Path); err != nil || !m.branchExists(ctx, w.Branch) {
 		return nil, fmt.Errorf("worktree %s: %w", w.ID(), ErrNotFound)
 	}
+	w.Base = m.branchBase(ctx, w.Branch)
 	return w, nil
+}
+
+// branchBase returns the commit an attempt branch was created at: the
+// oldest entry of its reflog, or "" when it has none.
+func (m *Manager) branchBase(ctx context.Context, branch string) string {
+	out, err := m.git(ctx, m.root, "reflog", "show", "--format=%H", "refs/heads/"+branch, "--")
+	if err != nil || out == "" {
+		return ""
+	}
+	lines := strings.Split(out, "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 func (m *Manager) branchExists(ctx context.Context, branch string) bool {
@@ -211,6 +230,7 @@ func (m *Manager) List(ctx context.Context) ([]*Worktree, error) {
 	var out []*Worktree
 	for _, e := range entries {
 		if w := m.parseBranch(strings.TrimPrefix(e.branch, "refs/heads/")); w != nil && w.Path == e.path {
+			w.Base = m.branchBase(ctx, w.Branch)
 			out = append(out, w)
 		}
 	}

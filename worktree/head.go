@@ -1,0 +1,100 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrReset: the target branch no longer contains a head that a run
+// recorded (see *ResetError).
+var ErrReset = errors.New("branch was reset or rewritten")
+
+// ResetError says that the target branch was reset or rewritten under a
+// run: it no longer contains Recorded, the head the run last recorded (the
+// head it started from or last integrated, or an attempt's base). Nothing
+// was changed: taskloom never redoes or undoes what the user did to the
+// branch.
+type ResetError struct {
+	Branch   string
+	Run      string
+	Recorded string
+	Now      string
+}
+
+func (e *ResetError) Error() string {
+	return fmt.Sprintf("%s was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s --accept-head\"",
+		e.Branch, e.Run, shortSHA(e.Recorded), shortSHA(e.Now), e.Run)
+}
+
+// Is makes errors.Is(err, ErrReset) true.
+func (e *ResetError) Is(target error) bool { return target == ErrReset }
+
+func shortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+// Head returns the target branch's head commit.
+func (m *Manager) Head(ctx context.Context) (string, error) {
+	head, err := m.git(ctx, m.root, "rev-parse", "--verify", m.mainRef+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("read the head of %s: %w", m.mainBranch, err)
+	}
+	return head, nil
+}
+
+// CheckHead returns a *ResetError naming run when the target branch no
+// longer contains recorded. An empty recorded checks nothing.
+func (m *Manager) CheckHead(ctx context.Context, run, recorded string) error {
+	if recorded == "" {
+		return nil
+	}
+	head, err := m.Head(ctx)
+	if err != nil {
+		return err
+	}
+	return m.checkContains(ctx, run, recorded, head)
+}
+
+// checkContains returns a *ResetError when head does not descend from
+// recorded (or recorded is not a commit any more).
+func (m *Manager) checkContains(ctx context.Context, run, recorded, head string) error {
+	if recorded == head {
+		return nil
+	}
+	_, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", recorded, head)
+	switch code := exitCode(err); {
+	case err == nil:
+		return nil
+	case code == 1, code == 128 && strings.Contains(err.Error(), "ot a valid"):
+		// 1: not an ancestor; 128: the recorded commit is gone entirely
+		// (a gc after the reset).
+		return &ResetError{Branch: m.mainBranch, Run: run, Recorded: recorded, Now: head}
+	default:
+		return fmt.Errorf("check that %s contains %s: %w", m.mainBranch, shortSHA(recorded), err)
+	}
+}
+
+// IntegratedAttempts returns the attempts of run whose trailer
+// ("Taskloom-Task: RUN/TASK/N") is in the target branch's history, as
+// "TASK/N".
+func (m *Manager) IntegratedAttempts(ctx context.Context, run string) (map[string]bool, error) {
+	out, err := m.git(ctx, m.root, "log", "--fixed-strings", "--grep="+TrailerKey+": "+run+"/",
+		"--format=%(trailers:key="+TrailerKey+",valueonly,separator=%x00)", m.mainRef, "--")
+	if err != nil {
+		return nil, fmt.Errorf("list the attempts of run %s on %s: %w", run, m.mainBranch, err)
+	}
+	found := make(map[string]bool)
+	for line := range strings.SplitSeq(out, "\n") {
+		for v := range strings.SplitSeq(line, "\x00") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(v), run+"/"); ok {
+				found[rest] = true
+			}
+		}
+	}
+	return found, nil
+}
