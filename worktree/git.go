@@ -1,14 +1,13 @@
 package worktree
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"time"
+
+	"github.com/taskloom/taskloom/internal/proc"
 )
 
 // gitError is a git command that failed, with what it printed on stderr.
@@ -43,23 +42,19 @@ type gitCmd struct {
 	stdin string
 }
 
+// gitEnvAllow lists what taskloom's own git commands keep of the
+// process's environment: what git needs to find itself, its config and its
+// credentials helpers, and nothing that could point it at another
+// repository or leak a secret into a hook.
+var gitEnvAllow = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR", "USER",
+	"XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_SSH",
+	"SYSTEMROOT", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "PROGRAMDATA", "COMSPEC", "PATHEXT"}
+
 // baseEnv is the environment every git command runs with: the process's,
-// without the variables that would point git at another repository, plus
-// a fixed identity so that commits work on machines without one.
+// reduced to gitEnvAllow, plus a fixed identity so that commits work on
+// machines without one.
 func baseEnv(name, email string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-			"GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX",
-			"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE",
-			"GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE":
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env,
+	return proc.ReduceEnv(os.Environ(), gitEnvAllow,
 		"GIT_TERMINAL_PROMPT=0",
 		"GIT_EDITOR=:",
 		"GIT_AUTHOR_NAME="+name, "GIT_AUTHOR_EMAIL="+email,
@@ -69,26 +64,21 @@ func baseEnv(name, email string) []string {
 
 // run runs git and returns its stdout.
 func (m *Manager) run(ctx context.Context, c gitCmd) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", c.args...)
-	cmd.Dir = c.dir
-	cmd.Env = append(m.env[:len(m.env):len(m.env)], c.env...)
-	cmd.WaitDelay = 5 * time.Second
+	cmd := proc.Cmd{Args: append([]string{"git"}, c.args...), Dir: c.dir, Env: append(m.env[:len(m.env):len(m.env)], c.env...)}
 	if c.stdin != "" {
 		cmd.Stdin = strings.NewReader(c.stdin)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	res, err := proc.Run(ctx, cmd)
+	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return "", fmt.Errorf("git %s: %w", strings.Join(c.args, " "), ctxErr)
 		}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return stdout.String(), &gitError{args: c.args, code: ee.ExitCode(), stderr: stderr.String()}
-		}
 		return "", fmt.Errorf("run git: %w", err)
 	}
-	return stdout.String(), nil
+	if res.ExitCode != 0 {
+		return res.Stdout, &gitError{args: c.args, code: res.ExitCode, stderr: res.Stderr}
+	}
+	return res.Stdout, nil
 }
 
 // git runs git in dir and returns its stdout without the trailing newline.

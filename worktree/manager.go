@@ -135,6 +135,13 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 	}
 	m.root, m.commonDir = filepath.Clean(lines[0]), filepath.Clean(lines[1])
 	m.dir = filepath.Join(m.root, ".taskloom", "worktrees")
+	// Git in a worktree whose .git was deleted must not fall through to
+	// the user's repository, which contains it.
+	ceiling := m.dir
+	if real, err := filepath.EvalSymlinks(m.root); err == nil {
+		ceiling = filepath.Join(real, ".taskloom", "worktrees")
+	}
+	m.env = append(m.env, "GIT_CEILING_DIRECTORIES="+ceiling)
 
 	m.mainBranch = opts.MainBranch
 	if m.mainBranch == "" {

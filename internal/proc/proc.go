@@ -38,6 +38,27 @@ type Cmd struct {
 	// Sandbox confines the command; nil runs it unconfined (taskloom's own
 	// git commands).
 	Sandbox *Policy
+	// Redactor hides secret values in every line handed to OnLine and in
+	// the result's output; nil hides nothing.
+	Redactor *Redactor
+}
+
+// Confinement is how the commands of one working directory run: the
+// environment they get, the sandbox they run in and the secrets hidden
+// from what they print.
+type Confinement struct {
+	Env      []string
+	Sandbox  *Policy
+	Redactor *Redactor
+	// TempDir is the command's private temp dir (its TMPDIR), writable in
+	// the sandbox; report files that taskloom reads back go there.
+	TempDir string
+}
+
+// Apply sets c's environment, sandbox and redactor from the confinement.
+func (cf Confinement) Apply(c Cmd) Cmd {
+	c.Env, c.Sandbox, c.Redactor = cf.Env, cf.Sandbox, cf.Redactor
+	return c
 }
 
 // Result is what a command did.
@@ -79,7 +100,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	// hold Wait forever.
 	cmd.WaitDelay = 3 * time.Second
 
-	cap := &capture{both: newHeadTail(c.OutputLimit), onLine: c.OnLine}
+	cap := &capture{both: newHeadTail(c.OutputLimit), onLine: c.OnLine, redactor: c.Redactor}
 	stdout := &stream{c: cap, own: newHeadTail(c.OutputLimit)}
 	stderr := &stream{c: cap, own: newHeadTail(c.OutputLimit)}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -90,7 +111,9 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	stderr.flush()
 	res := Result{
 		ExitCode: -1,
-		Stdout:   stdout.own.String(), Stderr: stderr.own.String(), Output: cap.both.String(),
+		Stdout:   c.Redactor.Redact(stdout.own.String()),
+		Stderr:   c.Redactor.Redact(stderr.own.String()),
+		Output:   cap.both.String(),
 		Duration: time.Since(start),
 	}
 	if cmd.ProcessState == nil {
@@ -161,14 +184,18 @@ const maxLineLength = 64 << 10
 // capture collects both streams of a command whole lines at a time, so
 // that they interleave by lines.
 type capture struct {
-	mu     sync.Mutex
-	both   *headTail
-	onLine func(string)
+	mu       sync.Mutex
+	both     *headTail
+	onLine   func(string)
+	redactor *Redactor
 }
 
 func (c *capture) line(b []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.redactor != nil && c.redactor.r != nil {
+		b = []byte(c.redactor.Redact(string(b)))
+	}
 	c.both.Write(b)
 	if c.onLine != nil {
 		c.onLine(strings.TrimRight(string(b), "\r\n"))

@@ -149,3 +149,18 @@ func atoi(t *testing.T, s string) int {
 	require.NoError(t, err)
 	return n
 }
+
+func TestRunRedacts(t *testing.T) {
+	t.Parallel()
+	r := proc.NewRedactor([]string{"MY_TOKEN=tok-123456789"}, nil)
+	var lines []string
+	res, err := proc.Run(context.Background(), proc.Cmd{
+		Args:   []string{"sh", "-c", "echo value=tok-123456789; echo tok-123456789 >&2"},
+		OnLine: func(l string) { lines = append(lines, l) }, Redactor: r,
+	})
+	require.NoError(t, err)
+	for _, s := range append(lines, res.Stdout, res.Stderr, res.Output) {
+		require.NotContains(t, s, "tok-123456789")
+	}
+	require.Equal(t, "value=[REDACTED]\n", res.Stdout)
+}

@@ -1,0 +1,96 @@
+package worktree
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/taskloom/taskloom/internal/proc"
+)
+
+// ConfineOpts says how the commands run in an attempt's worktree are
+// confined.
+type ConfineOpts struct {
+	// EnvAllow lists the variables the commands see (sandbox.env_allow).
+	EnvAllow []string
+	// Keep lists variables kept beyond EnvAllow, such as the provider key
+	// an external agent CLI needs. Their values are still redacted.
+	Keep []string
+	// Network lets the commands reach the network.
+	Network bool
+	// Secrets are more values to redact from what the commands print.
+	Secrets []string
+	// Environ is the environment to reduce; nil means this process's.
+	Environ []string
+}
+
+// Confine returns how commands run in dir, an attempt's worktree: with the
+// environment reduced to EnvAllow plus a private TMPDIR, with git pinned
+// to the worktree, and able to write only the worktree, its git metadata
+// (its own admin folder, and the repository's objects, refs and logs,
+// which commits need; the ref guard puts back what the commands moved),
+// the TMPDIR and the toolchains' caches. The repository's config, hooks,
+// main checkout and taskloom's store stay read-only.
+func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
+	dir = filepath.Clean(dir)
+	gitDir, err := m.adminDir(dir)
+	if err != nil {
+		return proc.Confinement{}, err
+	}
+	tmp := filepath.Join(gitDir, "taskloom-tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return proc.Confinement{}, fmt.Errorf("confine %s: temp dir: %w", dir, err)
+	}
+	environ := o.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	allow := append(slices.Clone(o.EnvAllow), o.Keep...)
+	env := proc.ReduceEnv(environ, allow,
+		"TMPDIR="+tmp,
+		// A worktree whose .git was deleted must not fall through to the
+		// user's repository, which contains it.
+		"GIT_CEILING_DIRECTORIES="+filepath.Dir(dir),
+	)
+	writable := []string{dir, gitDir, tmp,
+		filepath.Join(m.commonDir, "objects"), filepath.Join(m.commonDir, "refs"), filepath.Join(m.commonDir, "logs")}
+	writable = append(writable, proc.CacheDirs(env)...)
+	return proc.Confinement{
+		Env:      env,
+		Sandbox:  &proc.Policy{Writable: writable, Network: o.Network},
+		Redactor: proc.NewRedactor(environ, o.EnvAllow, o.Secrets...),
+		TempDir:  tmp,
+	}, nil
+}
+
+// adminDir returns the git admin folder of the worktree at dir
+// (<common dir>/worktrees/<name>), read from its .git file. A worktree
+// whose .git file is gone or points elsewhere is refused: git would run
+// against another repository there.
+func (m *Manager) adminDir(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ".git"))
+	if err != nil {
+		if _, serr := os.Stat(dir); serr != nil {
+			return "", fmt.Errorf("worktree %s is gone: %w", dir, ErrNotFound)
+		}
+		return "", fmt.Errorf("worktree %s has no .git file (was it deleted?): %w", dir, ErrBroken)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	gitDir, ok := strings.CutPrefix(line, "gitdir: ")
+	if !ok {
+		return "", fmt.Errorf("worktree %s: its .git file is not a gitdir link: %w", dir, ErrBroken)
+	}
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(dir, gitDir)
+	}
+	gitDir = filepath.Clean(gitDir)
+	if filepath.Dir(gitDir) != filepath.Join(m.commonDir, "worktrees") {
+		return "", fmt.Errorf("worktree %s: its .git points outside %s: %w", dir, m.commonDir, ErrBroken)
+	}
+	if st, err := os.Stat(gitDir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("worktree %s: its git metadata %s is gone: %w", dir, gitDir, ErrBroken)
+	}
+	return gitDir, nil
+}

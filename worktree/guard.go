@@ -1,0 +1,222 @@
+package worktree
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// ErrBroken: an attempt's worktree lost its .git link or its git metadata,
+// so git commands there would not run against the attempt.
+var ErrBroken = errors.New("worktree is broken")
+
+// ErrTampered: a worker changed git state outside its attempt's branch
+// (see *TamperError).
+var ErrTampered = errors.New("git state changed outside the attempt")
+
+// TamperError lists what a worker changed outside its attempt's branch.
+// Guard.Restore has put all of it back.
+type TamperError struct {
+	Attempt string
+	// Changed names each ref, config file or hook that changed, with how.
+	Changed []string
+}
+
+func (e *TamperError) Error() string {
+	return fmt.Sprintf("attempt %s changed git state outside its branch, which taskloom put back: %s",
+		e.Attempt, strings.Join(e.Changed, "; "))
+}
+
+// Is makes errors.Is(err, ErrTampered) true.
+func (e *TamperError) Is(target error) bool { return target == ErrTampered }
+
+// Guard is a snapshot of the repository state a worker must leave alone:
+// every ref except the attempt branches of its run (the attempts of a
+// batch commit on theirs at the same time), the shared HEAD, the
+// repository's config and its hooks.
+type Guard struct {
+	w      *Worktree
+	refs   map[string]string
+	files  map[string]fileState // path relative to the common dir
+	hooks  string               // the hooks folder
+	branch string               // prefix of the run's attempt branches
+}
+
+type fileState struct {
+	data []byte
+	mode fs.FileMode
+	sum  [32]byte
+}
+
+// Guard takes the snapshot for attempt w. Take it before the worker runs,
+// and call Restore after.
+func (m *Manager) Guard(ctx context.Context, w *Worktree) (*Guard, error) {
+	g := &Guard{w: w, hooks: filepath.Join(m.commonDir, "hooks"), branch: "refs/heads/" + branchPrefix + w.Run + "/"}
+	var err error
+	if g.refs, err = m.refSnapshot(ctx, g.branch); err != nil {
+		return nil, fmt.Errorf("guard %s: %w", w.ID(), err)
+	}
+	if g.files, err = m.fileSnapshot(); err != nil {
+		return nil, fmt.Errorf("guard %s: %w", w.ID(), err)
+	}
+	return g, nil
+}
+
+func (m *Manager) refSnapshot(ctx context.Context, skipPrefix string) (map[string]string, error) {
+	out, err := m.git(ctx, m.root, "for-each-ref", "--format=%(refname) %(objectname)")
+	if err != nil {
+		return nil, err
+	}
+	refs := make(map[string]string)
+	for line := range strings.SplitSeq(out, "\n") {
+		name, sha, ok := strings.Cut(line, " ")
+		if ok && !strings.HasPrefix(name, skipPrefix) {
+			refs[name] = sha
+		}
+	}
+	return refs, nil
+}
+
+// guardedFiles are the files under the common dir a worker must not
+// change: the config (where a hooks path or an alias could be planted),
+// the shared HEAD, and every hook.
+func (m *Manager) guardedFiles() []string {
+	files := []string{"config", "config.worktree", "HEAD", "info/exclude", "info/attributes"}
+	entries, _ := os.ReadDir(filepath.Join(m.commonDir, "hooks"))
+	for _, e := range entries {
+		files = append(files, filepath.Join("hooks", e.Name()))
+	}
+	return files
+}
+
+func (m *Manager) fileSnapshot() (map[string]fileState, error) {
+	snap := make(map[string]fileState)
+	for _, rel := range m.guardedFiles() {
+		path := filepath.Join(m.commonDir, rel)
+		st, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !st.Mode().IsRegular() {
+			snap[rel] = fileState{mode: st.Mode()}
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		snap[rel] = fileState{data: data, mode: st.Mode(), sum: sha256.Sum256(data)}
+	}
+	return snap, nil
+}
+
+// Restore compares the repository with the snapshot and puts back every
+// ref, config file and hook that changed. It returns a *TamperError naming
+// them, or nil when nothing changed. It also checks the attempt's worktree:
+// a worktree that vanished is ErrNotFound, one whose .git link or metadata
+// is gone is ErrBroken.
+func (m *Manager) Restore(ctx context.Context, g *Guard) error {
+	var changed []string
+	now, err := m.refSnapshot(ctx, g.branch)
+	if err != nil {
+		return fmt.Errorf("check refs of %s: %w", g.w.ID(), err)
+	}
+	var stdin strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(g.refs)) {
+		old := g.refs[name]
+		switch cur, ok := now[name]; {
+		case !ok:
+			changed = append(changed, fmt.Sprintf("%s was deleted", name))
+			fmt.Fprintf(&stdin, "create %s %s\n", name, old)
+		case cur != old:
+			changed = append(changed, fmt.Sprintf("%s was moved from %s to %s", name, shortSHA(old), shortSHA(cur)))
+			fmt.Fprintf(&stdin, "update %s %s %s\n", name, old, cur)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(now)) {
+		if _, ok := g.refs[name]; !ok {
+			changed = append(changed, fmt.Sprintf("%s was created", name))
+			fmt.Fprintf(&stdin, "delete %s %s\n", name, now[name])
+		}
+	}
+	var restoreErrs []error
+	if stdin.Len() > 0 {
+		if _, err := m.run(ctx, gitCmd{dir: m.root, args: []string{"update-ref", "--no-deref", "-m", "taskloom: put back what attempt " + g.w.ID() + " changed", "--stdin"}, stdin: stdin.String()}); err != nil {
+			restoreErrs = append(restoreErrs, fmt.Errorf("put refs back: %w", err))
+		}
+	}
+	files, err := m.fileSnapshot()
+	if err != nil {
+		return fmt.Errorf("check git files of %s: %w", g.w.ID(), err)
+	}
+	for _, rel := range slices.Sorted(maps.Keys(g.files)) {
+		old, cur := g.files[rel], files[rel]
+		if _, ok := files[rel]; ok && old.mode == cur.mode && old.sum == cur.sum {
+			continue
+		}
+		changed = append(changed, fmt.Sprintf("%s was changed", gitPathName(rel)))
+		if err := restoreFile(filepath.Join(m.commonDir, rel), old); err != nil {
+			restoreErrs = append(restoreErrs, err)
+		}
+	}
+	for _, rel := range slices.Sorted(maps.Keys(files)) {
+		if _, ok := g.files[rel]; !ok {
+			changed = append(changed, fmt.Sprintf("%s was created", gitPathName(rel)))
+			if err := os.Remove(filepath.Join(m.commonDir, rel)); err != nil {
+				restoreErrs = append(restoreErrs, err)
+			}
+		}
+	}
+	if len(restoreErrs) > 0 {
+		return fmt.Errorf("attempt %s changed %s and taskloom could not put it back: %w",
+			g.w.ID(), strings.Join(changed, "; "), errors.Join(restoreErrs...))
+	}
+	if len(changed) > 0 {
+		m.logger.WarnContext(ctx, "attempt changed git state outside its branch; put back",
+			slog.String("attempt", g.w.ID()), slog.Any("changed", changed))
+		return &TamperError{Attempt: g.w.ID(), Changed: changed}
+	}
+	if _, err := m.adminDir(g.w.Path); err != nil {
+		return err
+	}
+	return nil
+}
+
+func restoreFile(path string, st fileState) error {
+	if !st.mode.IsRegular() {
+		return fmt.Errorf("put back %s: it was not a regular file", path)
+	}
+	tmp := path + ".taskloom-restore"
+	if err := os.WriteFile(tmp, st.data, st.mode.Perm()); err != nil {
+		return fmt.Errorf("put back %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp, st.mode.Perm()); err != nil {
+		return fmt.Errorf("put back %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("put back %s: %w", path, err)
+	}
+	return nil
+}
+
+// gitPathName names a guarded file as a user knows it.
+func gitPathName(rel string) string {
+	switch {
+	case rel == "config":
+		return "the repository's config"
+	case strings.HasPrefix(rel, "hooks"+string(filepath.Separator)):
+		return "hook " + filepath.Base(rel)
+	}
+	return ".git/" + filepath.ToSlash(rel)
+}

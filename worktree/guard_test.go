@@ -1,0 +1,169 @@
+package worktree_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/worktree"
+)
+
+// TestGuardPutsBackWhatAWorkerChanged plays hostile workers in an attempt's
+// worktree, with git commands as a worker would run them, and checks that
+// Restore names each change and puts it back.
+func TestGuardPutsBackWhatAWorkerChanged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		script string
+		want   []string
+	}{
+		{"update-ref main backwards", "env git update-ref refs/heads/main HEAD~1",
+			[]string{"refs/heads/main was moved"}},
+		{"branch -f through sh -c", "sh -c 'git branch -f feature HEAD~1'", []string{"refs/heads/feature was moved"}},
+		{"push into the user's repo", "git -C . push -q --receive-pack='git -c receive.denyCurrentBranch=ignore receive-pack' \"$(git rev-parse --git-common-dir)/..\" HEAD~1:main --force",
+			[]string{"refs/heads/main was moved"}},
+		{"absolute git path and a tag", "$(command -v git) tag -f v1 HEAD && $(command -v git) tag new HEAD",
+			[]string{"refs/tags/v1 was moved", "refs/tags/new was created"}},
+		{"delete another branch", "git branch -D feature", []string{"refs/heads/feature was deleted"}},
+		{"kept attempt ref", "git update-ref refs/taskloom/attempts/old/T9/1 HEAD", []string{"refs/taskloom/attempts/old/T9/1 was moved"}},
+		{"config and hook", "git config --file \"$(git rev-parse --git-common-dir)/config\" core.hooksPath /tmp/evil; printf '#!/bin/sh\\necho pwned\\n' > \"$(git rev-parse --git-common-dir)/hooks/post-commit\"",
+			[]string{"the repository's config was changed", "hook post-commit was created"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+			gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
+			gitT(t, repo, "branch", "feature")
+			gitT(t, repo, "tag", "v1", "HEAD~1")
+			gitT(t, repo, "update-ref", "refs/taskloom/attempts/old/T9/1", "HEAD~1")
+			m := open(t, repo, nil)
+			before := refs(t, repo)
+			config := read(t, repo, ".git/config")
+			w, err := m.Create(ctx, "r1", "T1", 1)
+			require.NoError(t, err)
+			before = refs(t, repo) // with the attempt's own branch
+			g, err := m.Guard(ctx, w)
+			require.NoError(t, err)
+
+			cmd := exec.Command("sh", "-c", tc.script)
+			cmd.Dir, cmd.Env = w.Path, gitEnv()
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+
+			err = m.Restore(ctx, g)
+			var te *worktree.TamperError
+			require.ErrorAs(t, err, &te)
+			require.ErrorIs(t, err, worktree.ErrTampered)
+			for _, want := range tc.want {
+				require.Contains(t, err.Error(), want)
+			}
+			after := refs(t, repo)
+			delete(after, "refs/heads/"+w.Branch)
+			delete(before, "refs/heads/"+w.Branch)
+			require.Equal(t, before, after)
+			require.Equal(t, config, read(t, repo, ".git/config"))
+			require.NoFileExists(t, filepath.Join(repo, ".git", "hooks", "post-commit"))
+		})
+	}
+}
+
+func TestGuardAllowsTheAttemptsOwnBranch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+	m := open(t, repo, nil)
+	w, err := m.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	g, err := m.Guard(ctx, w)
+	require.NoError(t, err)
+	write(t, w.Path, "b.txt", "b\n")
+	gitT(t, w.Path, "add", "b.txt")
+	gitT(t, w.Path, "commit", "-q", "-m", "worker commit")
+	require.NoError(t, m.Restore(ctx, g))
+}
+
+func TestGuardFindsABrokenWorktree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+	m := open(t, repo, nil)
+
+	w, err := m.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	g, err := m.Guard(ctx, w)
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(filepath.Join(w.Path, ".git")))
+	require.ErrorIs(t, m.Restore(ctx, g), worktree.ErrBroken)
+
+	w2, err := m.Create(ctx, "r1", "T2", 1)
+	require.NoError(t, err)
+	g2, err := m.Guard(ctx, w2)
+	require.NoError(t, err)
+	require.NoError(t, os.RemoveAll(w2.Path))
+	require.ErrorIs(t, m.Restore(ctx, g2), worktree.ErrNotFound)
+}
+
+// TestConfineSandboxesAWorker runs hostile commands confined to an
+// attempt's worktree: writes outside it, to the main checkout, to the
+// repository's config and to $HOME fail; a deleted .git does not let git
+// reach the user's repository; secrets are not in the environment.
+func TestConfineSandboxesAWorker(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" || proc.Probe().Landlock == 0 {
+		t.Skip("writes are confined only on Linux with Landlock")
+	}
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+	m := open(t, repo, nil)
+	w, err := m.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	home := t.TempDir()
+	environ := append(gitEnv(), "HOME="+home, "AWS_SECRET_ACCESS_KEY=aws-secret-value-123")
+	cf, err := m.Confine(w.Path, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: environ})
+	require.NoError(t, err)
+	run := func(script string) proc.Result {
+		res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Args: []string{"sh", "-c", script}, Dir: w.Path}))
+		require.NoError(t, err)
+		return res
+	}
+	res := run(`echo ok > new.txt; git add new.txt && git -c user.name=w -c user.email=w@x commit -q -m work && echo committed;
+echo x > ../../../pwned; echo x > ` + repo + `/a.txt; echo x > "$HOME/pwned"; echo x > "$TMPDIR/fine";
+git config core.hooksPath /tmp/evil; printenv; echo done`)
+	require.Contains(t, res.Stdout, "committed")
+	require.Contains(t, res.Stdout, "done")
+	require.NotContains(t, res.Output, "aws-secret-value-123")
+	require.NotContains(t, res.Stdout, "AWS_SECRET_ACCESS_KEY")
+	require.NoFileExists(t, filepath.Join(repo, "pwned"))
+	require.NoFileExists(t, filepath.Join(home, "pwned"))
+	require.Equal(t, "a\n", read(t, repo, "a.txt"))
+	require.NotContains(t, read(t, repo, ".git/config"), "evil")
+	require.FileExists(t, filepath.Join(cf.TempDir, "fine"))
+
+	// Without its .git, git in the worktree must not find the user's repo.
+	require.NoError(t, os.Remove(filepath.Join(w.Path, ".git")))
+	res = run("git status 2>&1; git add -A 2>&1; echo end")
+	require.True(t, strings.Contains(res.Stdout, "not a git repository"), res.Stdout)
+	require.Empty(t, gitT(t, repo, "status", "--porcelain", "--untracked-files=no"))
+}
+
+func refs(t *testing.T, repo string) map[string]string {
+	t.Helper()
+	out := gitT(t, repo, "for-each-ref", "--format=%(refname) %(objectname)")
+	m := map[string]string{}
+	for line := range strings.SplitSeq(out, "\n") {
+		if k, v, ok := strings.Cut(line, " "); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
