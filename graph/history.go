@@ -55,7 +55,7 @@ func (r *Runnable[S]) State(ctx context.Context, threadID string, step int64) (R
 	cp := loaded.Chain[len(loaded.Chain)-1]
 	if len(cp.Next) > 0 {
 		if err := json.Unmarshal(cp.Next, &t.next); err != nil {
-			return Result[S]{}, fmt.Errorf("thread %s checkpoint %d: decode next tasks: %w", threadID, step, err)
+			return Result[S]{}, &checkpoint.DecodeError{ThreadID: threadID, Step: step, Err: fmt.Errorf("next tasks: %w", err)}
 		}
 	}
 	return t.result(), nil
@@ -72,7 +72,7 @@ func (r *Runnable[S]) Fork(ctx context.Context, threadID string, step int64, new
 		return err
 	}
 	src := loaded.Chain[len(loaded.Chain)-1]
-	t, err := r.open(ctx, newID, nil)
+	t, err := r.open(ctx, newID, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (r *Runnable[S]) UpdateState(ctx context.Context, threadID, asNode string, 
 	if asNode != "" && asNode != START && r.g.nodes[asNode] == nil {
 		return -1, fmt.Errorf("update thread %s: unknown node %q", threadID, asNode)
 	}
-	t, err := r.open(ctx, threadID, nil)
+	t, err := r.open(ctx, threadID, nil, nil)
 	if err != nil {
 		return -1, err
 	}
@@ -156,7 +156,7 @@ func (r *Runnable[S]) Prune(ctx context.Context, threadID string, keep int) erro
 	if err != nil {
 		return err
 	}
-	t, err := r.open(ctx, threadID, nil)
+	t, err := r.open(ctx, threadID, nil, nil)
 	if err != nil {
 		return err
 	}

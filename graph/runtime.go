@@ -229,8 +229,10 @@ func (t *thread[S]) emit(e Event) {
 	t.events(e)
 }
 
-// open acquires the thread's lease.
-func (r *Runnable[S]) open(ctx context.Context, id string, opts *RunOpts) (*thread[S], error) {
+// open acquires the thread's lease and renews it until close. When the
+// lease is lost while the thread runs, lost (if not nil) is called with a
+// *LeaseLostError: it cancels the run's context.
+func (r *Runnable[S]) open(ctx context.Context, id string, opts *RunOpts, lost context.CancelCauseFunc) (*thread[S], error) {
 	t := &thread[S]{r: r, id: id, head: -1}
 	if opts != nil {
 		t.events = opts.EventFunc
@@ -243,12 +245,22 @@ func (r *Runnable[S]) open(ctx context.Context, id string, opts *RunOpts) (*thre
 		return nil, err
 	}
 	t.lease = lease
-	t.startRenewal()
+	t.startRenewal(lost)
 	return t, nil
 }
 
+// leaseNow is the time leases are taken and renewed at: the zero time,
+// which tells the saver to use the store's clock, unless a clock was
+// injected (tests that move time by hand).
+func (r *Runnable[S]) leaseNow() time.Time {
+	if r.opts.Clock == nil {
+		return time.Time{}
+	}
+	return r.clock.Now()
+}
+
 func (r *Runnable[S]) acquire(ctx context.Context, id string) (checkpoint.Lease, error) {
-	now := r.clock.Now()
+	now := r.leaseNow()
 	lease, err := r.saver.Acquire(ctx, id, r.holder, now, r.opts.LeaseTTL)
 	var busy *checkpoint.BusyError
 	if errors.As(err, &busy) && !r.opts.HolderAliveFunc(busy.Holder) {
@@ -256,7 +268,9 @@ func (r *Runnable[S]) acquire(ctx context.Context, id string) (checkpoint.Lease,
 		// The holder is gone: its lease counts as expired now.
 		lease, err = r.saver.Acquire(ctx, id, r.holder, busy.Expires.Add(time.Nanosecond), r.opts.LeaseTTL)
 		if err == nil {
-			lease.Expires = now.Add(r.opts.LeaseTTL)
+			// Renewing our own live lease keeps its token and sets its
+			// expiry from now, on the clock the other leases use.
+			lease, err = r.saver.Acquire(ctx, id, r.holder, now, r.opts.LeaseTTL)
 		}
 	}
 	if err != nil {
@@ -265,26 +279,108 @@ func (r *Runnable[S]) acquire(ctx context.Context, id string) (checkpoint.Lease,
 	return lease, nil
 }
 
+// LeaseLostError reports that a thread's lease was lost while a call drove
+// the thread: another holder took it over, or it lapsed because it could
+// not be renewed in time. The call stops; errors.Is(err,
+// checkpoint.ErrLeaseLost) holds.
+type LeaseLostError struct {
+	ThreadID string
+	// Holder is the process that holds the lease now, when known.
+	Holder string
+	// Err is the last renewal error when the lease lapsed.
+	Err error
+}
+
+func (e *LeaseLostError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("thread %s: lease lost: another process (%s) took the thread over", e.ThreadID, e.Holder)
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("thread %s: lease lost: it lapsed before it could be renewed: %v", e.ThreadID, e.Err)
+	}
+	return fmt.Sprintf("thread %s: lease lost: it lapsed before it was renewed", e.ThreadID)
+}
+
+// Is reports checkpoint.ErrLeaseLost.
+func (e *LeaseLostError) Is(target error) bool { return target == checkpoint.ErrLeaseLost }
+
+// Unwrap returns the last renewal error.
+func (e *LeaseLostError) Unwrap() error { return e.Err }
+
 // startRenewal renews the lease in the background, so that a node that runs
-// for long does not lose it.
-func (t *thread[S]) startRenewal() {
+// for long does not lose it. A renewal that fails is tried again until the
+// lease would have lapsed (a store restarting is no reason to stop); when
+// the lease is lost, lost cancels the run.
+func (t *thread[S]) startRenewal(lost context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.stopRenew = func() { cancel(); <-done }
+	r, ttl := t.r, t.r.opts.LeaseTTL
+	giveUp := func(e *LeaseLostError) {
+		r.log.Error("lease lost", slog.String("thread_id", t.id), slog.String("error", e.Error()))
+		if lost != nil {
+			lost(e)
+		}
+	}
 	go func() {
 		defer close(done)
+		// renewed is when the store last confirmed the lease, on the
+		// runtime's clock: the lease lasts until renewed+ttl at least.
+		renewed := r.clock.Now()
+		wait := ttl / 3
 		for {
-			if err := sleep(ctx, t.r.clock, t.r.opts.LeaseTTL/3); err != nil {
+			if err := sleep(ctx, r.clock, wait); err != nil {
 				return
 			}
-			if _, err := t.r.saver.Acquire(ctx, t.id, t.r.holder, t.r.clock.Now(), t.r.opts.LeaseTTL); err != nil {
-				if ctx.Err() == nil {
-					t.r.log.Warn("lease renewal failed", slog.String("thread_id", t.id), slog.Any("error", err))
-				}
+			left := renewed.Add(ttl).Sub(r.clock.Now())
+			if left <= 0 {
+				giveUp(&LeaseLostError{ThreadID: t.id, Err: errors.New("not renewed in time")})
 				return
+			}
+			// A saver that retries on its own must not wait past the lapse.
+			actx, acancel := context.WithTimeout(ctx, left)
+			lease, err := r.saver.Acquire(actx, t.id, r.holder, r.leaseNow(), ttl)
+			acancel()
+			if ctx.Err() != nil {
+				return
+			}
+			var busy *checkpoint.BusyError
+			switch {
+			case errors.As(err, &busy):
+				giveUp(&LeaseLostError{ThreadID: t.id, Holder: busy.Holder})
+				return
+			case err == nil && lease.Token != t.lease.Token:
+				// The lease lapsed and this renewal took it anew: writes
+				// with the old token fail, and another process may have
+				// held it in between.
+				_ = r.saver.Release(context.WithoutCancel(ctx), lease)
+				giveUp(&LeaseLostError{ThreadID: t.id})
+				return
+			case err == nil:
+				renewed, wait = r.clock.Now(), ttl/3
+			default:
+				r.log.Warn("lease renewal failed; retrying", slog.String("thread_id", t.id), slog.Any("error", err))
+				if !r.clock.Now().Before(renewed.Add(ttl)) {
+					giveUp(&LeaseLostError{ThreadID: t.id, Err: err})
+					return
+				}
+				wait = max(ttl/20, time.Millisecond)
 			}
 		}
 	}()
+}
+
+// leaseLost returns the *LeaseLostError that cancelled ctx in place of the
+// error it caused, so that a run stopped for its lease says so.
+func leaseLost(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	var lle *LeaseLostError
+	if cause := context.Cause(ctx); errors.As(cause, &lle) {
+		return lle
+	}
+	return err
 }
 
 func (t *thread[S]) close(ctx context.Context) error {
@@ -319,15 +415,15 @@ func (r *Runnable[S]) load(ctx context.Context, id string, step int64) (S, check
 	}
 	first := loaded.Chain[0]
 	if first.Snapshot == nil {
-		return zero, loaded, fmt.Errorf("load thread %s: checkpoint %d has no snapshot to start from", id, first.Step)
+		return zero, loaded, &checkpoint.DecodeError{ThreadID: id, Step: first.Step, Err: errors.New("no snapshot to start from")}
 	}
 	s, err := r.sc.decodeFull(first.Snapshot)
 	if err != nil {
-		return zero, loaded, fmt.Errorf("thread %s checkpoint %d: %w", id, first.Step, err)
+		return zero, loaded, &checkpoint.DecodeError{ThreadID: id, Step: first.Step, Err: err}
 	}
 	for _, cp := range loaded.Chain[1:] {
 		if err := r.applyDeltas(&s, cp.Deltas); err != nil {
-			return zero, loaded, fmt.Errorf("thread %s checkpoint %d: %w", id, cp.Step, err)
+			return zero, loaded, &checkpoint.DecodeError{ThreadID: id, Step: cp.Step, Err: err}
 		}
 	}
 	return s, loaded, nil
@@ -372,7 +468,7 @@ func (t *thread[S]) restore(ctx context.Context) error {
 	t.next = nil
 	if len(head.Next) > 0 {
 		if err := json.Unmarshal(head.Next, &t.next); err != nil {
-			return fmt.Errorf("thread %s checkpoint %d: decode next tasks: %w", t.id, head.Step, err)
+			return &checkpoint.DecodeError{ThreadID: t.id, Step: head.Step, Err: fmt.Errorf("next tasks: %w", err)}
 		}
 	}
 	t.doneUpdates = map[int][]byte{}
@@ -442,7 +538,9 @@ func (t *thread[S]) result() Result[S] {
 // thread's state (an empty state for a new thread), from START. It returns
 // when the run reaches END, is interrupted, or fails.
 func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S, opts *RunOpts) (Result[S], error) {
-	t, err := r.open(ctx, threadID, opts)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t, err := r.open(ctx, threadID, opts, cancel)
 	if err != nil {
 		return Result[S]{}, err
 	}
@@ -450,7 +548,7 @@ func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S, opts
 	if cerr := t.close(ctx); err == nil && cerr != nil {
 		err = cerr
 	}
-	return res, err
+	return res, leaseLost(ctx, err)
 }
 
 func (t *thread[S]) invoke(ctx context.Context, input S, opts *RunOpts) (Result[S], error) {
@@ -500,7 +598,9 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, values map[st
 	if r.saver == nil {
 		return Result[S]{}, ErrNoSaver
 	}
-	t, err := r.open(ctx, threadID, opts)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t, err := r.open(ctx, threadID, opts, cancel)
 	if err != nil {
 		return Result[S]{}, err
 	}
@@ -508,7 +608,7 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, values map[st
 	if cerr := t.close(ctx); err == nil && cerr != nil {
 		err = cerr
 	}
-	return res, err
+	return res, leaseLost(ctx, err)
 }
 
 func (t *thread[S]) resumeWith(ctx context.Context, values map[string]any, opts *RunOpts) (Result[S], error) {
@@ -524,7 +624,7 @@ func (r *Runnable[S]) Answer(ctx context.Context, threadID string, values map[st
 	if r.saver == nil {
 		return ErrNoSaver
 	}
-	t, err := r.open(ctx, threadID, nil)
+	t, err := r.open(ctx, threadID, nil, nil)
 	if err != nil {
 		return err
 	}

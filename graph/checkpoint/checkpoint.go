@@ -69,8 +69,13 @@ type Lease struct {
 	Holder   string
 	// Token is a fencing token: it grows with every acquisition of the
 	// thread, and writes carrying an older token are refused.
-	Token   int64
+	Token int64
+	// Expires is when the lease lapses unless renewed: on the store's
+	// clock when Acquire was given the zero time.
 	Expires time.Time
+	// storeClock records that the lease was taken on the store's clock, so
+	// that Put renews it on that clock too.
+	storeClock bool
 }
 
 // Loaded is what a saver returns for a thread: the checkpoints needed to
@@ -104,7 +109,9 @@ type ThreadInfo struct {
 // with a lease that is no longer current fails with ErrLeaseLost.
 type Saver interface {
 	// Acquire takes the thread's lease for holder until now+ttl, creating
-	// the thread if it does not exist. If another holder's lease is live it
+	// the thread if it does not exist. A zero now means the store's own
+	// clock (the database server's): processes on machines whose clocks
+	// disagree then agree on when a lease lapses. If another holder's lease is live it
 	// fails with a *BusyError (errors.Is ErrThreadBusy). An expired lease is
 	// taken over. Acquiring again with the same holder renews the lease.
 	Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error)
@@ -159,3 +166,26 @@ func (e *BusyError) Error() string {
 
 // Is reports ErrThreadBusy.
 func (e *BusyError) Is(target error) bool { return target == ErrThreadBusy }
+
+// ErrCorrupt means a stored checkpoint cannot be decoded.
+var ErrCorrupt = errors.New("checkpoint: cannot be decoded")
+
+// DecodeError reports a stored checkpoint that cannot be decoded: its
+// bytes were damaged, or written by something else. It names the thread
+// and the checkpoint, so that one damaged thread does not hide the others.
+// errors.Is(err, ErrCorrupt) holds.
+type DecodeError struct {
+	ThreadID string
+	Step     int64
+	Err      error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("thread %s: checkpoint %d cannot be decoded: %v", e.ThreadID, e.Step, e.Err)
+}
+
+// Is reports ErrCorrupt.
+func (e *DecodeError) Is(target error) bool { return target == ErrCorrupt }
+
+// Unwrap returns the decoding error.
+func (e *DecodeError) Unwrap() error { return e.Err }

@@ -42,6 +42,10 @@ func (t *memThread) head() int64 {
 
 // Acquire implements Saver.
 func (m *Memory) Acquire(_ context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error) {
+	storeClock := now.IsZero()
+	if storeClock {
+		now = time.Now() // the store's clock is the process's
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t := m.threads[threadID]
@@ -57,7 +61,7 @@ func (m *Memory) Acquire(_ context.Context, threadID, holder string, now time.Ti
 	}
 	t.released = false
 	t.ttl = ttl
-	t.lease = Lease{ThreadID: threadID, Holder: holder, Token: t.tokens, Expires: now.Add(ttl)}
+	t.lease = Lease{ThreadID: threadID, Holder: holder, Token: t.tokens, Expires: now.Add(ttl), storeClock: storeClock}
 	return t.lease, nil
 }
 
@@ -93,7 +97,11 @@ func (m *Memory) Put(_ context.Context, lease Lease, cp Checkpoint) error {
 	cp.ThreadID = lease.ThreadID
 	t.cps = append(t.cps, cloneCheckpoint(cp))
 	t.updatedAt = cp.CreatedAt
-	t.lease.Expires = cp.CreatedAt.Add(t.ttl)
+	renewAt := cp.CreatedAt
+	if lease.storeClock {
+		renewAt = time.Now()
+	}
+	t.lease.Expires = renewAt.Add(t.ttl)
 	// Writes of steps up to the new head are settled by it.
 	t.writes = slices.DeleteFunc(t.writes, func(w Write) bool { return w.Step <= cp.Step })
 	return nil

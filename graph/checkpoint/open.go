@@ -18,6 +18,9 @@ type OpenOpts struct {
 	// SQLite holds the SQLite settings; its Logger and SkipMigrate are
 	// overridden by the fields above.
 	SQLite *SQLiteOpts
+	// Retry says how a PostgreSQL saver rides out a server that stops
+	// answering; its Logger defaults to Logger. Nil means defaults.
+	Retry *RetryOpts
 }
 
 // Open opens the durable saver that dbURL names and applies the migrations:
@@ -30,7 +33,14 @@ func Open(ctx context.Context, dbURL string, opts *OpenOpts) (Saver, error) {
 		opts = &OpenOpts{}
 	}
 	if IsPostgresURL(dbURL) {
-		return OpenPostgres(ctx, dbURL, &PostgresOpts{Logger: opts.Logger, SkipMigrate: opts.SkipMigrate})
+		var ro RetryOpts
+		if opts.Retry != nil {
+			ro = *opts.Retry
+		}
+		if ro.Logger == nil {
+			ro.Logger = opts.Logger
+		}
+		return OpenPostgres(ctx, dbURL, &PostgresOpts{Logger: opts.Logger, SkipMigrate: opts.SkipMigrate, Retry: &ro})
 	}
 	var so SQLiteOpts
 	if opts.SQLite != nil {

@@ -21,16 +21,24 @@ type PostgresOpts struct {
 	Logger *slog.Logger
 	// SkipMigrate leaves the schema as it is.
 	SkipMigrate bool
+	// Retry says how long operations are retried while the server does not
+	// answer (a restart, a network blip). Nil means defaults.
+	Retry *RetryOpts
 }
 
 // Postgres is a Saver that stores checkpoints in PostgreSQL, in the current
 // schema of its pool's connections (set search_path in the URL to choose
 // another). Put is a single statement: one round trip and one commit.
 // Times are stored to the microsecond.
+//
+// Operations that fail because the server or the connection went away are
+// retried with backoff (PostgresOpts.Retry); each is written so that running
+// it again after a failure that may have committed is harmless.
 type Postgres struct {
 	pool    *pgxpool.Pool
 	ownPool bool
 	mig     *migrations.Migrator
+	retry   *retrier
 }
 
 // NewPostgres returns a saver on pool and applies the migrations. Close
@@ -43,7 +51,7 @@ func NewPostgres(ctx context.Context, pool *pgxpool.Pool, opts *PostgresOpts) (*
 	if err != nil {
 		return nil, err
 	}
-	p := &Postgres{pool: pool, mig: mig}
+	p := &Postgres{pool: pool, mig: mig, retry: newRetrier(MaskURL(pool.Config().ConnString()), opts.Retry, transientPG)}
 	if !opts.SkipMigrate {
 		if _, err := mig.Migrate(ctx, migrations.Up, nil); err != nil {
 			return nil, fmt.Errorf("postgres: migrate: %w", err)
@@ -106,66 +114,98 @@ func pgErr(err error) error {
 	return wrapStoreErr("postgres", err)
 }
 
-// Acquire implements Saver.
-func (p *Postgres) Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error) {
-	expires := now.Add(ttl)
-	for range 3 {
-		var token int64
-		// One statement: create the thread, or take its lease unless another
-		// holder's is live. The token grows unless the same holder renews a
-		// live lease.
-		err := p.pool.QueryRow(ctx, `INSERT INTO threads AS t
-				(thread_id, head, lease_holder, lease_token, lease_expires, ttl_us, created_at, updated_at)
-			VALUES ($1, -1, $2, 1, $3, $4, $5, $5)
-			ON CONFLICT (thread_id) DO UPDATE SET
-				lease_token = CASE
-					WHEN t.lease_holder IS NULL OR t.lease_holder <> excluded.lease_holder OR t.lease_expires <= $5
-					THEN t.lease_token + 1 ELSE t.lease_token END,
-				lease_holder = excluded.lease_holder,
-				lease_expires = excluded.lease_expires,
-				ttl_us = excluded.ttl_us
-			WHERE t.lease_holder IS NULL OR t.lease_holder = excluded.lease_holder OR t.lease_expires <= $5
-			RETURNING lease_token`,
-			threadID, holder, expires, ttl.Microseconds(), now).Scan(&token)
-		if err == nil {
-			return Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: expires}, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return Lease{}, fmt.Errorf("acquire %s: %w", threadID, pgErr(err))
-		}
-		// Another holder's lease looked live; report it, unless it was
-		// released or expired in the meantime.
-		var (
-			cur *string
-			exp time.Time
-		)
-		err = p.pool.QueryRow(ctx, `SELECT lease_holder, lease_expires FROM threads WHERE thread_id = $1`, threadID).Scan(&cur, &exp)
-		if err != nil {
-			return Lease{}, fmt.Errorf("acquire %s: %w", threadID, pgErr(err))
-		}
-		if cur != nil && *cur != holder && now.Before(exp) {
-			return Lease{}, &BusyError{ThreadID: threadID, Holder: *cur, Expires: exp}
-		}
+// nullTime binds the zero time as NULL, which the statements replace with
+// the server's clock.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
 	}
-	return Lease{}, fmt.Errorf("acquire %s: lease kept changing hands", threadID)
+	return &t
+}
+
+// Acquire implements Saver. A zero now compares and sets the lease's expiry
+// on the server's clock, so that processes whose clocks disagree agree on
+// when a lease lapses.
+func (p *Postgres) Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error) {
+	at := nullTime(now)
+	var lease Lease
+	err := p.retry.do(ctx, "acquire", func(ctx context.Context) error {
+		for range 3 {
+			var (
+				token   int64
+				expires time.Time
+			)
+			// One statement: create the thread, or take its lease unless
+			// another holder's is live. The token grows unless the same
+			// holder renews a live lease. Run again after it committed, it
+			// finds its own live lease and renews it: same token.
+			err := p.pool.QueryRow(ctx, `WITH c AS (SELECT coalesce($4::timestamptz, now()) AS now)
+				INSERT INTO threads AS t
+					(thread_id, head, lease_holder, lease_token, lease_expires, ttl_us, created_at, updated_at)
+				SELECT $1, -1, $2, 1, c.now + $3 * interval '1 microsecond', $3, c.now, c.now FROM c
+				ON CONFLICT (thread_id) DO UPDATE SET
+					lease_token = CASE
+						WHEN t.lease_holder IS NULL OR t.lease_holder <> excluded.lease_holder OR t.lease_expires <= excluded.created_at
+						THEN t.lease_token + 1 ELSE t.lease_token END,
+					lease_holder = excluded.lease_holder,
+					lease_expires = excluded.lease_expires,
+					ttl_us = excluded.ttl_us
+				WHERE t.lease_holder IS NULL OR t.lease_holder = excluded.lease_holder OR t.lease_expires <= excluded.created_at
+				RETURNING lease_token, lease_expires`,
+				threadID, holder, ttl.Microseconds(), at).Scan(&token, &expires)
+			if err == nil {
+				lease = Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: expires, storeClock: at == nil}
+				if at != nil {
+					lease.Expires = now.Add(ttl)
+				}
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("acquire %s: %w", threadID, pgErr(err))
+			}
+			// Another holder's lease looked live; report it, unless it was
+			// released or expired in the meantime.
+			var (
+				cur      *string
+				exp, cmp time.Time
+			)
+			err = p.pool.QueryRow(ctx, `SELECT lease_holder, lease_expires, coalesce($2::timestamptz, now()) FROM threads WHERE thread_id = $1`,
+				threadID, at).Scan(&cur, &exp, &cmp)
+			if err != nil {
+				return fmt.Errorf("acquire %s: %w", threadID, pgErr(err))
+			}
+			if cur != nil && *cur != holder && cmp.Before(exp) {
+				return &BusyError{ThreadID: threadID, Holder: *cur, Expires: exp}
+			}
+		}
+		return fmt.Errorf("acquire %s: lease kept changing hands", threadID)
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return lease, nil
 }
 
 // Release implements Saver.
 func (p *Postgres) Release(ctx context.Context, lease Lease) error {
-	_, err := p.pool.Exec(ctx, `UPDATE threads SET lease_holder = NULL
-		WHERE thread_id = $1 AND lease_token = $2 AND lease_holder IS NOT NULL`, lease.ThreadID, lease.Token)
-	if err != nil {
-		return fmt.Errorf("release %s: %w", lease.ThreadID, pgErr(err))
-	}
-	return nil
+	return p.retry.do(ctx, "release", func(ctx context.Context) error {
+		_, err := p.pool.Exec(ctx, `UPDATE threads SET lease_holder = NULL
+			WHERE thread_id = $1 AND lease_token = $2 AND lease_holder IS NOT NULL`, lease.ThreadID, lease.Token)
+		if err != nil {
+			return fmt.Errorf("release %s: %w", lease.ThreadID, pgErr(err))
+		}
+		return nil
+	})
 }
 
 // putSQL moves the head and renews the lease only if the lease is current
 // and the step is the head's successor, inserts the checkpoint only if that
 // update hit, and clears the writes it settles: one statement, one commit.
+// A lease taken on the server's clock ($11) is renewed on it.
 const putSQL = `WITH t AS (
 	UPDATE threads
-	SET head = $3::bigint, updated_at = $10::timestamptz, lease_expires = $10::timestamptz + ttl_us * interval '1 microsecond'
+	SET head = $3::bigint, updated_at = $10::timestamptz,
+		lease_expires = CASE WHEN $11::boolean THEN now() ELSE $10::timestamptz END + ttl_us * interval '1 microsecond'
 	WHERE thread_id = $1 AND lease_token = $2 AND lease_holder IS NOT NULL AND head = $3 - 1
 	RETURNING thread_id
 ), c AS (
@@ -177,21 +217,48 @@ const putSQL = `WITH t AS (
 )
 SELECT count(*) FROM c`
 
-// Put implements Saver.
+// Put implements Saver. When a try fails after the server may have
+// committed it (the connection dropped before the answer), the retry finds
+// the head already moved; it then looks for the checkpoint it wrote and
+// succeeds if it is there, so that a retried Put neither fails nor writes
+// twice.
 func (p *Postgres) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
-	var n int
-	err := p.pool.QueryRow(ctx, putSQL, lease.ThreadID, lease.Token, cp.Step, cp.Source, cp.Writers,
-		cp.Deltas, cp.Snapshot, cp.Next, cp.Meta, cp.CreatedAt).Scan(&n)
-	if err != nil {
-		return fmt.Errorf("put %s step %d: %w", lease.ThreadID, cp.Step, pgErr(err))
-	}
-	if n == 1 {
-		return nil
-	}
-	if err := p.checkLease(ctx, p.pool, lease); err != nil {
-		return err
-	}
-	return ErrConflict
+	tries := 0
+	return p.retry.do(ctx, "put", func(ctx context.Context) error {
+		tries++
+		var n int
+		err := p.pool.QueryRow(ctx, putSQL, lease.ThreadID, lease.Token, cp.Step, cp.Source, cp.Writers,
+			cp.Deltas, cp.Snapshot, cp.Next, cp.Meta, cp.CreatedAt, lease.storeClock).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("put %s step %d: %w", lease.ThreadID, cp.Step, pgErr(err))
+		}
+		if n == 1 {
+			return nil
+		}
+		if tries > 1 {
+			landed, err := p.putLanded(ctx, lease.ThreadID, cp)
+			if err != nil {
+				return fmt.Errorf("put %s step %d: %w", lease.ThreadID, cp.Step, pgErr(err))
+			}
+			if landed {
+				return nil
+			}
+		}
+		if err := p.checkLease(ctx, p.pool, lease); err != nil {
+			return err
+		}
+		return ErrConflict
+	})
+}
+
+// putLanded reports whether the thread holds cp as it was written.
+func (p *Postgres) putLanded(ctx context.Context, threadID string, cp Checkpoint) (bool, error) {
+	var ok bool
+	err := p.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoints
+		WHERE thread_id = $1 AND step = $2 AND created_at = $3 AND source = $4
+			AND deltas IS NOT DISTINCT FROM $5 AND snapshot IS NOT DISTINCT FROM $6 AND next IS NOT DISTINCT FROM $7)`,
+		threadID, cp.Step, cp.CreatedAt, cp.Source, cp.Deltas, cp.Snapshot, cp.Next).Scan(&ok)
+	return ok, err
 }
 
 type pgQuerier interface {
@@ -215,7 +282,8 @@ func (p *Postgres) checkLease(ctx context.Context, q pgQuerier, lease Lease) err
 
 // PutWrites implements Saver. It is one statement: the lease check locks
 // the thread's row (so a takeover waits for it, or it sees the takeover),
-// and the writes are upserted in order, each taking a new seq.
+// and the writes are upserted in order, each taking a new seq. Run again,
+// it upserts the same rows.
 func (p *Postgres) PutWrites(ctx context.Context, lease Lease, writes []Write) error {
 	writes = dedupWrites(writes)
 	steps := make([]int64, len(writes))
@@ -225,32 +293,44 @@ func (p *Postgres) PutWrites(ctx context.Context, lease Lease, writes []Write) e
 	for i, w := range writes {
 		steps[i], tasks[i], kinds[i], payloads[i] = w.Step, w.TaskID, string(w.Kind), w.Payload
 	}
-	var ok bool
-	err := p.pool.QueryRow(ctx, `WITH t AS (
-			SELECT thread_id FROM threads
-			WHERE thread_id = $1 AND lease_token = $2 AND lease_holder IS NOT NULL
-			FOR SHARE
-		), ins AS (
-			INSERT INTO writes AS w (thread_id, step, task_id, kind, payload)
-			SELECT t.thread_id, u.step, u.task_id, u.kind, u.payload
-			FROM t, unnest($3::bigint[], $4::text[], $5::text[], $6::bytea[]) WITH ORDINALITY AS u(step, task_id, kind, payload, ord)
-			ORDER BY u.ord
-			ON CONFLICT (thread_id, step, task_id, kind)
-			DO UPDATE SET payload = excluded.payload, seq = excluded.seq
-		)
-		SELECT EXISTS (SELECT 1 FROM t)`,
-		lease.ThreadID, lease.Token, steps, tasks, kinds, payloads).Scan(&ok)
-	if err != nil {
-		return fmt.Errorf("put writes %s: %w", lease.ThreadID, pgErr(err))
-	}
-	if !ok {
-		return ErrLeaseLost
-	}
-	return nil
+	return p.retry.do(ctx, "put writes", func(ctx context.Context) error {
+		var ok bool
+		err := p.pool.QueryRow(ctx, `WITH t AS (
+				SELECT thread_id FROM threads
+				WHERE thread_id = $1 AND lease_token = $2 AND lease_holder IS NOT NULL
+				FOR SHARE
+			), ins AS (
+				INSERT INTO writes AS w (thread_id, step, task_id, kind, payload)
+				SELECT t.thread_id, u.step, u.task_id, u.kind, u.payload
+				FROM t, unnest($3::bigint[], $4::text[], $5::text[], $6::bytea[]) WITH ORDINALITY AS u(step, task_id, kind, payload, ord)
+				ORDER BY u.ord
+				ON CONFLICT (thread_id, step, task_id, kind)
+				DO UPDATE SET payload = excluded.payload, seq = excluded.seq
+			)
+			SELECT EXISTS (SELECT 1 FROM t)`,
+			lease.ThreadID, lease.Token, steps, tasks, kinds, payloads).Scan(&ok)
+		if err != nil {
+			return fmt.Errorf("put writes %s: %w", lease.ThreadID, pgErr(err))
+		}
+		if !ok {
+			return ErrLeaseLost
+		}
+		return nil
+	})
 }
 
 // Load implements Saver.
 func (p *Postgres) Load(ctx context.Context, threadID string, step int64) (Loaded, error) {
+	var out Loaded
+	err := p.retry.do(ctx, "load", func(ctx context.Context) error {
+		var err error
+		out, err = p.load(ctx, threadID, step)
+		return err
+	})
+	return out, err
+}
+
+func (p *Postgres) load(ctx context.Context, threadID string, step int64) (Loaded, error) {
 	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
@@ -312,11 +392,24 @@ func (p *Postgres) Load(ctx context.Context, threadID string, step int64) (Loade
 			return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 		}
 	}
-	return out, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+	}
+	return out, nil
 }
 
 // List implements Saver.
 func (p *Postgres) List(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+	var out []Checkpoint
+	err := p.retry.do(ctx, "list", func(ctx context.Context) error {
+		var err error
+		out, err = p.list(ctx, threadID, limit)
+		return err
+	})
+	return out, err
+}
+
+func (p *Postgres) list(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -352,6 +445,16 @@ func (p *Postgres) List(ctx context.Context, threadID string, limit int) ([]Chec
 
 // Threads implements Saver.
 func (p *Postgres) Threads(ctx context.Context) ([]ThreadInfo, error) {
+	var out []ThreadInfo
+	err := p.retry.do(ctx, "list threads", func(ctx context.Context) error {
+		var err error
+		out, err = p.threads(ctx)
+		return err
+	})
+	return out, err
+}
+
+func (p *Postgres) threads(ctx context.Context) ([]ThreadInfo, error) {
 	rows, err := p.pool.Query(ctx, `SELECT thread_id, head, coalesce(lease_holder, ''), created_at, updated_at FROM threads
 		ORDER BY updated_at DESC, thread_id`)
 	if err != nil {
@@ -372,35 +475,47 @@ func (p *Postgres) Threads(ctx context.Context) ([]ThreadInfo, error) {
 	return out, nil
 }
 
-// Prune implements Saver.
+// Prune implements Saver. It is one transaction, run again whole when it
+// fails on a transient error; run again after it committed, it changes
+// nothing more.
 func (p *Postgres) Prune(ctx context.Context, lease Lease, keepFrom int64, snapshot []byte) error {
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		// Lock the thread's row: a takeover waits until the prune is done.
-		var held bool
-		err := tx.QueryRow(ctx, `SELECT lease_holder IS NOT NULL AND lease_token = $2 FROM threads WHERE thread_id = $1 FOR UPDATE`,
-			lease.ThreadID, lease.Token).Scan(&held)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && !held) {
-			return ErrLeaseLost
-		}
+	return p.retry.do(ctx, "prune", func(ctx context.Context) error {
+		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			// Lock the thread's row: a takeover waits until the prune is done.
+			var held bool
+			err := tx.QueryRow(ctx, `SELECT lease_holder IS NOT NULL AND lease_token = $2 FROM threads WHERE thread_id = $1 FOR UPDATE`,
+				lease.ThreadID, lease.Token).Scan(&held)
+			if errors.Is(err, pgx.ErrNoRows) || (err == nil && !held) {
+				return ErrLeaseLost
+			}
+			if err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `UPDATE checkpoints SET snapshot = $3 WHERE thread_id = $1 AND step = $2`,
+				lease.ThreadID, keepFrom, snapshot)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return ErrNotFound
+			}
+			if _, err := tx.Exec(ctx, `DELETE FROM checkpoints WHERE thread_id = $1 AND step < $2`, lease.ThreadID, keepFrom); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `DELETE FROM writes WHERE thread_id = $1 AND step < $2`, lease.ThreadID, keepFrom)
+			return err
+		})
 		if err != nil {
-			return err
+			return pgErr(err)
 		}
-		tag, err := tx.Exec(ctx, `UPDATE checkpoints SET snapshot = $3 WHERE thread_id = $1 AND step = $2`,
-			lease.ThreadID, keepFrom, snapshot)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return ErrNotFound
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM checkpoints WHERE thread_id = $1 AND step < $2`, lease.ThreadID, keepFrom); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `DELETE FROM writes WHERE thread_id = $1 AND step < $2`, lease.ThreadID, keepFrom)
-		return err
+		return nil
 	})
-	if err != nil {
-		return pgErr(err)
-	}
-	return nil
+}
+
+// Retry runs fn as the saver runs its own operations: retried with backoff
+// while it fails with transient errors, for up to the saver's retry period,
+// after which it returns an *UnreachableError. Stores that keep other
+// records in the saver's database use it; fn must be safe to run again.
+func (p *Postgres) Retry(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	return p.retry.do(ctx, op, fn)
 }

@@ -43,12 +43,40 @@ type SQLiteOpts struct {
 // WAL mode. All writes go through one connection (SQLite has one writer at
 // a time anyway), reads through a small pool. Times are stored to the
 // microsecond.
+//
+// The file's identity is recorded when it opens, and each write checks it
+// first (one stat): a database file deleted or replaced under a running
+// process fails the write with a *ReplacedError instead of writing into a
+// file nobody will read again.
 type SQLite struct {
-	path string
-	w    *sql.DB // one connection; transactions begin IMMEDIATE
-	r    *sql.DB // read pool; r == w for an in-memory database
-	mig  *migrations.Migrator
+	path  string
+	w     *sql.DB // one connection; transactions begin IMMEDIATE
+	r     *sql.DB // read pool; r == w for an in-memory database
+	mig   *migrations.Migrator
+	ident os.FileInfo // the file opened; nil for ":memory:"
 }
+
+// ErrStoreReplaced means the SQLite database file was deleted or replaced
+// by another file while the saver had it open.
+var ErrStoreReplaced = errors.New("checkpoint: store file replaced")
+
+// ReplacedError names a SQLite database file that was deleted or replaced
+// while open. errors.Is(err, ErrStoreReplaced) holds.
+type ReplacedError struct {
+	Path string
+	// Deleted is set when no file is left at Path.
+	Deleted bool
+}
+
+func (e *ReplacedError) Error() string {
+	if e.Deleted {
+		return fmt.Sprintf("store %s was deleted while the run used it", e.Path)
+	}
+	return fmt.Sprintf("store %s was replaced by another file while the run used it", e.Path)
+}
+
+// Is reports ErrStoreReplaced.
+func (e *ReplacedError) Is(target error) bool { return target == ErrStoreReplaced }
 
 // NewSQLite opens (creating it if needed) the SQLite database at path and
 // applies the migrations. path ":memory:" opens a private in-memory
@@ -101,6 +129,14 @@ func NewSQLite(ctx context.Context, path string, opts *SQLiteOpts) (*SQLite, err
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if path != ":memory:" {
+		if s.ident, err = os.Stat(path); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		// On Windows a FileInfo from Stat reads the file's ID only when
+		// first compared; compare it now so that it is the ID of the file
+		// opened, not of whatever is at the path later.
+		_ = os.SameFile(s.ident, s.ident)
 		r, err := sql.Open("sqlite", path+"?_pragma=query_only(1)&"+common)
 		if err != nil {
 			_ = w.Close()
@@ -201,9 +237,16 @@ func (s *SQLite) Acquire(ctx context.Context, threadID, holder string, now time.
 			token   int64
 			expires int64
 		)
+		nowUS := micros(now)
+		if now.IsZero() {
+			var err error
+			if nowUS, err = storeNow(ctx, tx); err != nil {
+				return err
+			}
+		}
+		expUS := nowUS + ttl.Microseconds()
 		err := tx.QueryRowContext(ctx, `SELECT lease_holder, lease_token, lease_expires FROM threads WHERE thread_id = ?`, threadID).
 			Scan(&cur, &token, &expires)
-		nowUS, expUS := micros(now), micros(now.Add(ttl))
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			_, err = tx.ExecContext(ctx, `INSERT INTO threads
@@ -223,7 +266,10 @@ func (s *SQLite) Acquire(ctx context.Context, threadID, holder string, now time.
 			_, err = tx.ExecContext(ctx, `UPDATE threads SET lease_holder = ?, lease_token = ?, lease_expires = ?, ttl_us = ?
 				WHERE thread_id = ?`, holder, token, expUS, ttl.Microseconds(), threadID)
 		}
-		lease = Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: now.Add(ttl)}
+		lease = Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: now.Add(ttl), storeClock: now.IsZero()}
+		if now.IsZero() {
+			lease.Expires = fromMicros(expUS)
+		}
 		return err
 	})
 	if err != nil {
@@ -274,9 +320,17 @@ func (s *SQLite) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
 	}
 	at := micros(cp.CreatedAt)
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE threads SET head = ?1, updated_at = ?2, lease_expires = ?2 + ttl_us
+		// A lease taken on the store's clock is renewed on it.
+		renewAt := at
+		if lease.storeClock {
+			var err error
+			if renewAt, err = storeNow(ctx, tx); err != nil {
+				return err
+			}
+		}
+		r, err := tx.ExecContext(ctx, `UPDATE threads SET head = ?1, updated_at = ?2, lease_expires = ?5 + ttl_us
 			WHERE thread_id = ?3 AND lease_token = ?4 AND lease_holder IS NOT NULL AND head = ?1 - 1`,
-			cp.Step, at, lease.ThreadID, lease.Token)
+			cp.Step, at, lease.ThreadID, lease.Token, renewAt)
 		if err != nil {
 			return err
 		}
@@ -403,7 +457,7 @@ func (s *SQLite) Load(ctx context.Context, threadID string, step int64) (Loaded,
 		cp.CreatedAt = fromMicros(at)
 		if cp.Writers, err = decodeWriters(writers); err != nil {
 			_ = rows.Close()
-			return Loaded{}, err
+			return Loaded{}, &DecodeError{ThreadID: threadID, Step: cp.Step, Err: err}
 		}
 		out.Chain = append(out.Chain, cp)
 	}
@@ -461,7 +515,7 @@ func (s *SQLite) List(ctx context.Context, threadID string, limit int) ([]Checkp
 		}
 		cp.Meta, cp.CreatedAt = unblob(cp.Meta, hasM), fromMicros(at)
 		if cp.Writers, err = decodeWriters(writers); err != nil {
-			return nil, err
+			return nil, &DecodeError{ThreadID: threadID, Step: cp.Step, Err: err}
 		}
 		out = append(out, cp)
 	}
@@ -536,6 +590,9 @@ func (s *SQLite) Prune(ctx context.Context, lease Lease, keepFrom int64, snapsho
 // commits it when fn returns nil. Errors other than the package's sentinels
 // and *BusyError are wrapped with the saver's name.
 func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if err := s.checkFile(); err != nil {
+		return err
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
@@ -548,6 +605,37 @@ func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("sqlite: commit: %w", err)
 	}
 	return nil
+}
+
+// checkFile fails with a *ReplacedError when the file at the saver's path
+// is no longer the one it opened.
+func (s *SQLite) checkFile() error {
+	if s.ident == nil {
+		return nil
+	}
+	fi, err := os.Stat(s.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &ReplacedError{Path: s.path, Deleted: true}
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: stat %s: %w", s.path, err)
+	}
+	if !os.SameFile(fi, s.ident) {
+		return &ReplacedError{Path: s.path}
+	}
+	return nil
+}
+
+// CheckFile fails with a *ReplacedError when the database file was deleted
+// or replaced since the saver opened it. Every write checks it first.
+func (s *SQLite) CheckFile() error { return s.checkFile() }
+
+// storeNow reads the store's clock, in microseconds: the clock of the
+// machine the file is on, the same for every process that opens it.
+func storeNow(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var us int64
+	err := tx.QueryRowContext(ctx, `SELECT CAST(unixepoch('subsec') * 1000000 AS INTEGER)`).Scan(&us)
+	return us, err
 }
 
 // wrapStoreErr leaves the contract's errors as they are and names the
