@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -211,6 +212,9 @@ type thread[S any] struct {
 
 	pending   chan error // async durability: the write in flight
 	stopRenew func()
+	// lost is set when the renewal found the lease lost: there is nothing
+	// left to release.
+	lost atomic.Bool
 }
 
 func (t *thread[S]) emit(e Event) {
@@ -317,6 +321,7 @@ func (t *thread[S]) startRenewal(lost context.CancelCauseFunc) {
 	t.stopRenew = func() { cancel(); <-done }
 	r, ttl := t.r, t.r.opts.LeaseTTL
 	giveUp := func(e *LeaseLostError) {
+		t.lost.Store(true)
 		r.log.Error("lease lost", slog.String("thread_id", t.id), slog.String("error", e.Error()))
 		if lost != nil {
 			lost(e)
@@ -388,7 +393,7 @@ func (t *thread[S]) close(ctx context.Context) error {
 	if t.stopRenew != nil {
 		t.stopRenew()
 	}
-	if t.r.saver != nil && t.lease.Token != 0 {
+	if t.r.saver != nil && t.lease.Token != 0 && !t.lost.Load() {
 		if rerr := t.r.saver.Release(context.WithoutCancel(ctx), t.lease); err == nil && rerr != nil {
 			err = fmt.Errorf("release thread %s: %w", t.id, rerr)
 		}

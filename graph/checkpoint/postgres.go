@@ -226,29 +226,34 @@ func (p *Postgres) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
 	tries := 0
 	return p.retry.do(ctx, "put", func(ctx context.Context) error {
 		tries++
-		var n int
-		err := p.pool.QueryRow(ctx, putSQL, lease.ThreadID, lease.Token, cp.Step, cp.Source, cp.Writers,
-			cp.Deltas, cp.Snapshot, cp.Next, cp.Meta, cp.CreatedAt, lease.storeClock).Scan(&n)
+		return p.put(ctx, lease, cp, tries > 1)
+	})
+}
+
+// put tries Put once; retried says that an earlier try may have committed.
+func (p *Postgres) put(ctx context.Context, lease Lease, cp Checkpoint, retried bool) error {
+	var n int
+	err := p.pool.QueryRow(ctx, putSQL, lease.ThreadID, lease.Token, cp.Step, cp.Source, cp.Writers,
+		cp.Deltas, cp.Snapshot, cp.Next, cp.Meta, cp.CreatedAt, lease.storeClock).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("put %s step %d: %w", lease.ThreadID, cp.Step, pgErr(err))
+	}
+	if n == 1 {
+		return nil
+	}
+	if retried {
+		landed, err := p.putLanded(ctx, lease.ThreadID, cp)
 		if err != nil {
 			return fmt.Errorf("put %s step %d: %w", lease.ThreadID, cp.Step, pgErr(err))
 		}
-		if n == 1 {
+		if landed {
 			return nil
 		}
-		if tries > 1 {
-			landed, err := p.putLanded(ctx, lease.ThreadID, cp)
-			if err != nil {
-				return fmt.Errorf("put %s step %d: %w", lease.ThreadID, cp.Step, pgErr(err))
-			}
-			if landed {
-				return nil
-			}
-		}
-		if err := p.checkLease(ctx, p.pool, lease); err != nil {
-			return err
-		}
-		return ErrConflict
-	})
+	}
+	if err := p.checkLease(ctx, p.pool, lease); err != nil {
+		return err
+	}
+	return ErrConflict
 }
 
 // putLanded reports whether the thread holds cp as it was written.

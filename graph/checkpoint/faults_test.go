@@ -1,0 +1,261 @@
+package checkpoint_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+)
+
+// openFaultPG opens a saver on a throwaway server, retrying for retryFor;
+// unreachable is told of each outage.
+func openFaultPG(t *testing.T, srv *checkpointtest.PostgresServer, retryFor time.Duration, unreachable func(error, time.Duration)) *checkpoint.Postgres {
+	t.Helper()
+	s, err := checkpoint.Open(t.Context(), srv.URL(), &checkpoint.OpenOpts{
+		Retry: &checkpoint.RetryOpts{For: retryFor, UnreachableFunc: unreachable},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s.(*checkpoint.Postgres)
+}
+
+// The server stops between two checkpoints; the next Put waits for it, the
+// saver says once that it waits, and the server comes back when it does.
+// Every checkpoint is stored once, in order, and no write fails.
+func TestPostgresRestartBetweenPuts(t *testing.T) {
+	srv := checkpointtest.StartPostgres(t)
+	var notices atomic.Int32
+	waiting := make(chan struct{}, 1)
+	s := openFaultPG(t, srv, time.Minute, func(err error, retryFor time.Duration) {
+		notices.Add(1)
+		require.Equal(t, time.Minute, retryFor)
+		waiting <- struct{}{}
+	})
+	ctx := t.Context()
+	lease, err := s.Acquire(ctx, "restart", "a", time.Time{}, time.Minute)
+	require.NoError(t, err)
+	restarted := make(chan struct{})
+	go func() {
+		defer close(restarted)
+		<-waiting
+		srv.Start()
+	}()
+	for step := range int64(10) {
+		if step == 5 {
+			srv.Stop()
+		}
+		cp := checkpointtest.Step("restart", step)
+		cp.Snapshot = fmt.Appendf(nil, `{"s":%d}`, step)
+		require.NoError(t, s.Put(ctx, lease, cp), "step %d", step)
+		require.NoError(t, s.PutWrites(ctx, lease, []checkpoint.Write{{Step: step + 1, TaskID: "t", Kind: checkpoint.WriteUpdate, Payload: []byte("x")}}))
+	}
+	<-restarted
+	require.Equal(t, int32(1), notices.Load(), "the outage is announced once")
+	cps, err := s.List(ctx, "restart", 0)
+	require.NoError(t, err)
+	require.Len(t, cps, 10)
+	for i, cp := range cps {
+		require.Equal(t, int64(9-i), cp.Step)
+	}
+	loaded, err := s.Load(ctx, "restart", -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(9), loaded.Head)
+	require.Len(t, loaded.Writes, 1)
+}
+
+// A writer keeps writing checkpoints while the server restarts under it
+// (stopped with open sessions, which end with SQLSTATE 57P01): each write
+// either lands once or is retried until it does.
+func TestPostgresRestartDuringWrites(t *testing.T) {
+	srv := checkpointtest.StartPostgres(t)
+	var notices atomic.Int32
+	s := openFaultPG(t, srv, time.Minute, func(error, time.Duration) { notices.Add(1) })
+	ctx := t.Context()
+	lease, err := s.Acquire(ctx, "busy", "a", time.Time{}, time.Minute)
+	require.NoError(t, err)
+	reached := make(chan struct{})
+	restarted := make(chan struct{})
+	type result struct {
+		steps int64
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Write until the restart is over and a few more after it.
+		var step int64
+		after := int64(-1)
+		for ; after != 0; step++ {
+			if step == 50 {
+				close(reached)
+			}
+			select {
+			case <-restarted:
+				if after < 0 {
+					after = 20
+				}
+			default:
+			}
+			if after > 0 {
+				after--
+			}
+			cp := checkpointtest.Step("busy", step)
+			if step%10 == 0 {
+				cp.Snapshot = []byte(`{}`)
+			}
+			if err := s.Put(ctx, lease, cp); err != nil {
+				done <- result{step, fmt.Errorf("step %d: %w", step, err)}
+				return
+			}
+		}
+		done <- result{step, nil}
+	}()
+	<-reached
+	srv.Restart()
+	close(restarted)
+	res := <-done
+	require.NoError(t, res.err)
+	require.Equal(t, int32(1), notices.Load(), "the writes met the restart, and it was announced once")
+	cps, err := s.List(ctx, "busy", 0)
+	require.NoError(t, err)
+	require.Len(t, cps, int(res.steps), "each checkpoint once")
+	for i, cp := range cps {
+		require.Equal(t, res.steps-1-int64(i), cp.Step)
+	}
+}
+
+// The connection drops after the server committed a Put but before its
+// answer: the retry finds the head moved, sees that the checkpoint there is
+// its own, and succeeds; a different checkpoint at that step is still a
+// conflict.
+func TestPostgresPutRetriedAfterCommit(t *testing.T) {
+	s := checkpointtest.NewPostgres(t)
+	ctx := t.Context()
+	lease, err := s.Acquire(ctx, "landed", "a", time.Time{}, time.Minute)
+	require.NoError(t, err)
+	cp := checkpointtest.Step("landed", 0)
+	cp.Snapshot = []byte(`{"a":1}`)
+	require.NoError(t, s.Put(ctx, lease, cp))
+	require.NoError(t, s.PutRetried(ctx, lease, cp), "the retry of a committed Put succeeds")
+	require.ErrorIs(t, s.Put(ctx, lease, cp), checkpoint.ErrConflict, "a first try at a taken step is a conflict")
+	other := cp
+	other.Deltas = []byte(`{"other":true}`)
+	require.ErrorIs(t, s.PutRetried(ctx, lease, other), checkpoint.ErrConflict, "someone else's checkpoint is not ours")
+	cps, err := s.List(ctx, "landed", 0)
+	require.NoError(t, err)
+	require.Len(t, cps, 1)
+}
+
+// With the server down for longer than the retry period, the operation
+// fails with an *UnreachableError after that period; the next one fails at
+// once instead of waiting again; once the server is back, writes go on
+// with the same lease.
+func TestPostgresRetryExhausted(t *testing.T) {
+	srv := checkpointtest.StartPostgres(t)
+	var notices atomic.Int32
+	s := openFaultPG(t, srv, 1500*time.Millisecond, func(error, time.Duration) { notices.Add(1) })
+	ctx := t.Context()
+	lease, err := s.Acquire(ctx, "gone", "a", time.Time{}, time.Hour)
+	require.NoError(t, err)
+	cp := checkpointtest.Step("gone", 0)
+	cp.Snapshot = []byte(`{}`)
+	require.NoError(t, s.Put(ctx, lease, cp))
+
+	srv.Stop()
+	start := time.Now()
+	err = s.Put(ctx, lease, checkpointtest.Step("gone", 1))
+	require.ErrorIs(t, err, checkpoint.ErrStoreUnreachable)
+	var ue *checkpoint.UnreachableError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, 1500*time.Millisecond, ue.For)
+	require.GreaterOrEqual(t, time.Since(start), 1500*time.Millisecond, "retried for the whole period")
+	require.Contains(t, err.Error(), "unreachable for 1.5s")
+
+	// Down: the release after a give-up fails at once.
+	start = time.Now()
+	require.ErrorIs(t, s.Release(ctx, lease), checkpoint.ErrStoreUnreachable)
+	require.Less(t, time.Since(start), 1500*time.Millisecond, "no second wait")
+	require.Equal(t, int32(1), notices.Load())
+
+	srv.Start()
+	require.NoError(t, s.Put(ctx, lease, checkpointtest.Step("gone", 1)), "the lease outlived the outage")
+	loaded, err := s.Load(ctx, "gone", -1)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), loaded.Head)
+}
+
+func TestTransientPG(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"crash shutdown", &pgconn.PgError{Code: "57P02"}, true},
+		{"cannot connect now", &pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}, true},
+		{"connection exception", &pgconn.PgError{Code: "08006"}, true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"syntax error", &pgconn.PgError{Code: "42601"}, false},
+		{"refused", fmt.Errorf("dial: %w", syscall.ECONNREFUSED), true},
+		{"reset", fmt.Errorf("read: %w", syscall.ECONNRESET), true},
+		{"eof", fmt.Errorf("put: %w", io.EOF), true},
+		{"unexpected eof", io.ErrUnexpectedEOF, true},
+		{"shutting down text", errors.New("FATAL: the database system is shutting down"), true},
+		{"conn closed", errors.New("conn closed"), true},
+		{"lease lost", checkpoint.ErrLeaseLost, false},
+		{"canceled", context.Canceled, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, checkpoint.TransientPG(tc.err), "transient(%v)", tc.err)
+		})
+	}
+}
+
+// A SQLite file deleted, or replaced by another file, under an open saver
+// fails the next write with an error naming the file.
+func TestSQLiteFileReplaced(t *testing.T) {
+	t.Parallel()
+	for _, replace := range []bool{false, true} {
+		t.Run(map[bool]string{false: "deleted", true: "replaced"}[replace], func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "taskloom.db")
+			s, err := checkpoint.NewSQLite(t.Context(), path, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			ctx := t.Context()
+			lease, err := s.Acquire(ctx, "f", "a", time.Time{}, time.Hour)
+			require.NoError(t, err)
+			cp := checkpointtest.Step("f", 0)
+			cp.Snapshot = []byte(`{}`)
+			require.NoError(t, s.Put(ctx, lease, cp))
+
+			require.NoError(t, os.Remove(path))
+			if replace {
+				other := filepath.Join(t.TempDir(), "other.db")
+				o, err := checkpoint.NewSQLite(ctx, other, nil)
+				require.NoError(t, err)
+				require.NoError(t, o.Close())
+				require.NoError(t, os.Rename(other, path))
+			}
+			err = s.Put(ctx, lease, checkpointtest.Step("f", 1))
+			require.ErrorIs(t, err, checkpoint.ErrStoreReplaced)
+			require.Contains(t, err.Error(), path)
+			var re *checkpoint.ReplacedError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, !replace, re.Deleted)
+			require.ErrorIs(t, s.PutWrites(ctx, lease, nil), checkpoint.ErrStoreReplaced)
+		})
+	}
+}
