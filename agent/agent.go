@@ -92,9 +92,10 @@ type Opts struct {
 	MaxSubtaskDepth int
 	// Rules are added to the system prompt's rules.
 	Rules []string
-	// Env is the environment of commands; nil means the process's
-	// environment without variables that look like credentials.
-	Env []string
+	// ConfineFunc confines execute_command in a worktree: its environment,
+	// sandbox and redaction. nil reduces the environment to the default
+	// sandbox.env_allow, without a sandbox.
+	ConfineFunc ConfineFunc
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
 	// NowFunc reads the clock; nil means time.Now.

@@ -22,10 +22,10 @@ type CommandWorkerOpts struct {
 	Timeout time.Duration
 	// OutputLimit caps the output kept, head and tail; default 64 KiB.
 	OutputLimit int
-	// Env is the command's environment; nil means the process's own. (An
-	// external agent CLI usually needs its provider key, so nothing is
-	// removed.)
-	Env []string
+	// ConfineFunc confines the CLI in the worktree. An external agent CLI
+	// needs its provider key and the network, so the caller's confinement
+	// should keep both. nil means the default of the agent's commands.
+	ConfineFunc ConfineFunc
 	// Accounting, when set, receives the cost the CLI reports.
 	Accounting *Accounting
 	// Logger receives the worker's logs; nil discards them.
@@ -70,8 +70,15 @@ func (w *CommandWorker) Argv(job Job) []string {
 // program, or ctx ending, is an error.
 func (w *CommandWorker) Implement(ctx context.Context, job Job) (Outcome, error) {
 	argv := w.Argv(job)
-	env := w.opts.Env
-	res, err := runProcess(ctx, job.Worktree, argv, env, w.opts.Timeout, w.opts.OutputLimit)
+	confine := w.opts.ConfineFunc
+	if confine == nil {
+		confine = defaultConfinement
+	}
+	cf, err := confine(job.Worktree)
+	if err != nil {
+		return Outcome{Status: OutcomeIncomplete, Detail: err.Error()}, fmt.Errorf("command worker %s: %w", argv[0], err)
+	}
+	res, err := runProcess(ctx, job.Worktree, argv, cf, w.opts.Timeout, w.opts.OutputLimit)
 	code := res.ExitCode
 	out := Outcome{ExitCode: &code, Output: res.Output}
 	if err != nil {
@@ -104,6 +111,9 @@ func (w *CommandWorker) Implement(ctx context.Context, job Job) (Outcome, error)
 		out.Status, out.Detail = OutcomeBlocked, "the agent printed <promise>BLOCKED</promise>"
 	case code != 0:
 		out.Status, out.Detail = OutcomeIncomplete, fmt.Sprintf("exit code %d", code)
+		if tail := tailLines(res.Stderr, 20, 2000); tail != "" {
+			out.Detail += "; its stderr ends:\n" + tail
+		}
 	case ok && cli.IsError:
 		out.Status, out.Detail = OutcomeIncomplete, "the CLI reported an error: "+firstNonEmpty(cli.Subtype, "is_error")
 	default:
@@ -187,4 +197,18 @@ func decodeCLI(data []byte) (CLIOutput, bool) {
 		o.OutputTokens = raw.Usage.OutputTokens
 	}
 	return o, true
+}
+
+// tailLines returns the last n lines of s, at most limit bytes of them.
+func tailLines(s string, n, limit int) string {
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := strings.Join(lines, "\n")
+	if len(out) > limit {
+		out = "…" + out[len(out)-limit:]
+	}
+	return strings.TrimSpace(out)
 }

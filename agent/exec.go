@@ -431,11 +431,15 @@ func (c *conv) executeCommand(ctx context.Context, command string, timeoutSecond
 	if timeoutSeconds > 0 {
 		timeout = min(time.Duration(timeoutSeconds)*time.Second, c.a.opts.MaxCommandTimeout)
 	}
-	env := c.a.opts.Env
-	if env == nil {
-		env = scrubbedEnv()
+	confine := c.a.opts.ConfineFunc
+	if confine == nil {
+		confine = defaultConfinement
 	}
-	res, err := runProcess(ctx, c.root, []string{"sh", "-c", command}, env, timeout, c.a.opts.OutputLimit)
+	cf, err := confine(c.root)
+	if err != nil {
+		return toolError("execute_command: %v", err)
+	}
+	res, err := runProcess(ctx, c.root, []string{"sh", "-c", command}, cf, timeout, c.a.opts.OutputLimit)
 	if err != nil {
 		if ctx.Err() != nil {
 			return callOutcome{content: "Command interrupted: the conversation was cancelled.", isError: true, failed: true}

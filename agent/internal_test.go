@@ -153,21 +153,6 @@ func TestCheckParams(t *testing.T) {
 	require.ErrorContains(t, err, "must be an array")
 }
 
-func TestHeadTail(t *testing.T) {
-	t.Parallel()
-	h := newHeadTail(100)
-	for i := range 1000 {
-		_, _ = h.Write([]byte{byte('a' + i%26)})
-	}
-	got := h.String()
-	require.True(t, strings.HasPrefix(got, "abcdefghij"))
-	require.Contains(t, got, "[900 bytes omitted]")
-	require.True(t, strings.HasSuffix(got, "fghijkl"), got) // byte 999 is 'l'
-	small := newHeadTail(100)
-	_, _ = small.Write([]byte("short"))
-	require.Equal(t, "short", small.String())
-}
-
 func TestResolveInRoot(t *testing.T) {
 	t.Parallel()
 	root, err := realDir(t.TempDir())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -354,7 +355,10 @@ func TestExecuteCommand(t *testing.T) {
 	  {"tool_calls": [{"name": "execute_command", "arguments": {"command": "git push origin main"}}]},
 	  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "done"}}]}]}]}`,
 		&agent.Opts{OutputLimit: 2000, CommandPolicy: agent.CommandPolicy{Deny: []string{"git push"}},
-			Env: []string{"PATH=" + os.Getenv("PATH")}})
+			ConfineFunc: func(string) (proc.Confinement, error) {
+				env := []string{"PATH=" + os.Getenv("PATH"), "TASKLOOM_TEST_API_KEY=sk-test-0123456789"}
+				return proc.Confinement{Env: env, Redactor: proc.NewRedactor(env, []string{"PATH"})}, nil
+			}})
 	res := e.run(t, "c1", "Work", "")
 	require.Equal(t, agent.ReasonCompleted, res.Reason, res.Detail)
 	rec := e.load(t, "c1")
@@ -365,6 +369,8 @@ func TestExecuteCommand(t *testing.T) {
 	require.Contains(t, out, "Exit code: 0")
 	require.Contains(t, out, real, "the command runs in the worktree")
 	require.Contains(t, out, "line0\n")
+	require.NotContains(t, out, "sk-test-0123456789", "a secret the command printed is redacted")
+	require.Contains(t, out, "[REDACTED]")
 	require.Contains(t, out, "line2999")
 	require.Contains(t, out, "bytes omitted")
 	require.Less(t, len(out), 2200)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/taskloom/taskloom/internal/proc"
 )
 
 // FileName is the config file taskloom reads from the root of the repo.
@@ -118,7 +120,7 @@ type Sandbox struct {
 }
 
 // DefaultEnvAllow is the default of sandbox.env_allow.
-var DefaultEnvAllow = []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS"}
+var DefaultEnvAllow = proc.DefaultEnvAllow
 
 // Integrations holds the optional third-party syncs.
 type Integrations struct {

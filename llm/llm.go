@@ -121,3 +121,10 @@ func firstNonEmpty(a, b string) string {
 	}
 	return b
 }
+
+// KeyVariables names the environment variables the providers read their
+// keys from. An external agent CLI keeps them in its sandbox, and their
+// values are redacted everywhere.
+func KeyVariables() []string {
+	return []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+}

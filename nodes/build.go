@@ -63,10 +63,14 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	if _, _, err := p.Repo.Commit(ctx, wt, fmt.Sprintf("Revert %s: it broke the build on main", rec.TaskID)); err != nil {
 		return u, fmt.Errorf("build verification: commit revert of %s: %w", culprit, err)
 	}
-	sha, conflicts, err := p.integrate(ctx, wt)
-	if err != nil || len(conflicts) > 0 {
-		return u, fmt.Errorf("build verification: integrate the revert of %s: %v %v", culprit, err, conflicts)
+	sha, conflicts, err := p.integrate(ctx, wt, s.Head.Get())
+	if err != nil {
+		return u, fmt.Errorf("build verification: integrate the revert of %s: %w", culprit, err)
 	}
+	if len(conflicts) > 0 {
+		return u, fmt.Errorf("build verification: integrate the revert of %s: conflicts in %s", culprit, strings.Join(conflicts, ", "))
+	}
+	u.Head.Set(sha)
 	u.Log.Add(p.entry(rec.TaskID, "%s broke main; reverted it as %s", rec.TaskID, short(sha)))
 	tasks := tasksOf(s)
 	t := findTask(tasks, rec.TaskID)
@@ -87,7 +91,11 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 // returns the failure, or "".
 func (p *Pipeline) checkBuild(ctx context.Context, dir string) (string, error) {
 	if len(p.BuildCommand) > 0 {
-		res, err := RunCommand(ctx, dir, p.BuildCommand, p.Verify.Timeout, p.Verify.Env)
+		cf, err := p.Verify.confine(dir)
+		if err != nil {
+			return "", err
+		}
+		res, err := RunCommand(ctx, dir, p.BuildCommand, p.Verify.Timeout, cf)
 		if err != nil {
 			return "", err
 		}

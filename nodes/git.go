@@ -1,25 +1,26 @@
 package nodes
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // gitOutput runs git in dir and returns its standard output.
 func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	res, err := proc.Run(ctx, proc.Cmd{Args: append([]string{"git"}, args...), Dir: dir, Env: worktree.GitEnv()})
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
-	return stdout.String(), nil
+	if res.ExitCode != 0 {
+		return "", fmt.Errorf("git %s: exit status %d: %s", strings.Join(args, " "), res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	return res.Stdout, nil
 }
 
 // WorktreeDiff reports a worktree's uncommitted changes: the status and
@@ -45,7 +46,7 @@ func WorktreeDiff(ctx context.Context, dir string) (string, error) {
 		if f == "" {
 			continue
 		}
-		out, err := exec.CommandContext(ctx, "git", "-C", dir, "hash-object", "--", f).Output()
+		out, err := gitOutput(ctx, dir, "hash-object", "--", f)
 		if err == nil {
 			fmt.Fprintf(&b, "%s %s", f, out)
 		}

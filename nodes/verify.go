@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -16,10 +14,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/taskloom/taskloom/internal/proc"
 )
 
 // Report formats: how a TestReport's counts and failures were obtained.
@@ -54,8 +52,12 @@ type VerifyOpts struct {
 	Command []string
 	// Timeout bounds the whole verification; 0 means DefaultVerifyTimeout.
 	Timeout time.Duration
-	// Env holds extra KEY=VALUE pairs added to the process environment.
+	// Env holds extra KEY=VALUE pairs added to the command's environment.
 	Env []string
+	// ConfineFunc confines the command in a worktree: its environment,
+	// sandbox and redaction. nil reduces the environment to
+	// proc.DefaultEnvAllow, without a sandbox.
+	ConfineFunc func(dir string) (proc.Confinement, error)
 }
 
 // TestFailure is one failing test, or a failure that is not a test's, such
@@ -101,120 +103,45 @@ type CommandResult struct {
 	Duration time.Duration
 }
 
-var errCommandTimeout = errors.New("command timed out")
-
-// RunCommand runs argv in dir with the process environment plus env, and
-// returns its exit code and combined output. The command runs in its own
-// process group, and when timeout (if > 0) expires the whole group is
-// killed, so test binaries and servers a test started die with it.
+// RunCommand runs argv in dir, confined as cf says (a zero cf reduces the
+// environment to the default allowlist), and returns its exit code and
+// combined output. When timeout (if > 0) expires everything the command
+// started is killed, so test binaries and servers a test started die with
+// it.
 //
 // A non-zero exit code and a timeout are results, not errors. The error is
 // non-nil only when the command could not be started or ctx was done.
-func RunCommand(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string) (CommandResult, error) {
-	return runCommand(ctx, dir, argv, timeout, env, nil)
+func RunCommand(ctx context.Context, dir string, argv []string, timeout time.Duration, cf proc.Confinement) (CommandResult, error) {
+	return runCommand(ctx, dir, argv, timeout, cf, nil)
 }
 
 // runCommand is RunCommand with a callback that receives every complete
 // line of output, in order, from one goroutine at a time.
-func runCommand(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string, onLine func(string)) (CommandResult, error) {
-	if len(argv) == 0 {
-		return CommandResult{}, errors.New("run command: empty command")
+func runCommand(ctx context.Context, dir string, argv []string, timeout time.Duration, cf proc.Confinement, onLine func(string)) (CommandResult, error) {
+	if cf.Env == nil {
+		cf.Env = proc.ReduceEnv(os.Environ(), proc.DefaultEnvAllow)
 	}
-	runCtx, cancel := ctx, context.CancelFunc(func() {})
-	if timeout > 0 {
-		runCtx, cancel = context.WithTimeoutCause(ctx, timeout, errCommandTimeout)
+	res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Args: argv, Dir: dir, Timeout: timeout,
+		OutputLimit: commandOutputLimit, OnLine: onLine}))
+	out := CommandResult{ExitCode: res.ExitCode, Output: res.Output, TimedOut: res.TimedOut, Duration: res.Duration}
+	if err != nil {
+		return out, fmt.Errorf("run command: %w", err)
 	}
-	defer cancel()
+	return out, nil
+}
 
-	cmd := exec.CommandContext(runCtx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// The negative pid names the process group.
-		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		if errors.Is(err, syscall.ESRCH) {
-			return os.ErrProcessDone
+// confine returns how the verify command runs in dir.
+func (o VerifyOpts) confine(dir string) (proc.Confinement, error) {
+	cf := proc.Confinement{Env: proc.ReduceEnv(os.Environ(), proc.DefaultEnvAllow)}
+	cf.Redactor = proc.NewRedactor(os.Environ(), proc.DefaultEnvAllow)
+	if o.ConfineFunc != nil {
+		var err error
+		if cf, err = o.ConfineFunc(dir); err != nil {
+			return cf, err
 		}
-		return err
 	}
-	// A process that left the group and kept our pipes open must not hold
-	// Wait forever.
-	cmd.WaitDelay = 5 * time.Second
-
-	c := &capture{out: newHeadTail(commandOutputLimit/2, commandOutputLimit/2), onLine: onLine}
-	stdout, stderr := &captureStream{c: c}, &captureStream{c: c}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-
-	start := time.Now()
-	err := cmd.Run()
-	stdout.flush()
-	stderr.flush()
-	res := CommandResult{Output: c.out.String(), Duration: time.Since(start)}
-	if cmd.ProcessState == nil {
-		return res, fmt.Errorf("run %s: %w", argv[0], err)
-	}
-	res.ExitCode = cmd.ProcessState.ExitCode()
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("run %s: %w", argv[0], context.Cause(ctx))
-	}
-	res.TimedOut = errors.Is(context.Cause(runCtx), errCommandTimeout) && !cmd.ProcessState.Success()
-	return res, nil
-}
-
-// capture collects the output of a command's stdout and stderr, whole
-// lines at a time so that the two streams interleave by lines.
-type capture struct {
-	mu     sync.Mutex
-	out    *headTail
-	onLine func(string)
-}
-
-func (c *capture) line(b []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.out.Write(b)
-	if c.onLine != nil {
-		c.onLine(strings.TrimRight(string(b), "\r\n"))
-	}
-}
-
-// captureStream is one stream of a capture. Only exec's copying goroutine
-// for that stream writes to it.
-type captureStream struct {
-	c       *capture
-	partial []byte
-}
-
-func (s *captureStream) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			s.partial = append(s.partial, p...)
-			if len(s.partial) >= maxLineLength {
-				s.flush()
-			}
-			break
-		}
-		if len(s.partial) > 0 {
-			s.partial = append(s.partial, p[:i+1]...)
-			s.c.line(s.partial)
-			s.partial = s.partial[:0]
-		} else {
-			s.c.line(p[:i+1])
-		}
-		p = p[i+1:]
-	}
-	return n, nil
-}
-
-// flush passes on a last line that has no newline.
-func (s *captureStream) flush() {
-	if len(s.partial) > 0 {
-		s.c.line(s.partial)
-		s.partial = s.partial[:0]
-	}
+	cf.Env = append(cf.Env[:len(cf.Env):len(cf.Env)], o.Env...)
+	return cf, nil
 }
 
 // headTail keeps the first and the last bytes written to it.
@@ -360,7 +287,11 @@ func Verify(ctx context.Context, dir string, filesToCreate, testFiles []string, 
 				Output: "not run: the verification timeout had expired"})
 			continue
 		}
-		r, err := runTests(ctx, dir, argv, left, opts.Env)
+		cf, err := opts.confine(dir)
+		if err != nil {
+			return rep, fmt.Errorf("verify: %w", err)
+		}
+		r, err := runTests(ctx, dir, argv, left, cf)
 		if err != nil {
 			return rep, fmt.Errorf("verify: %w", err)
 		}
@@ -618,11 +549,13 @@ func usesVitest(dir string) bool {
 }
 
 // runTests runs one test command and parses its results.
-func runTests(ctx context.Context, dir string, argv []string, timeout time.Duration, env []string) (TestReport, error) {
+func runTests(ctx context.Context, dir string, argv []string, timeout time.Duration, cf proc.Confinement) (TestReport, error) {
 	var tmp string
 	if kind, _ := detectRunner(argv); kind != runnerGo && kind != runnerOther {
 		var err error
-		if tmp, err = os.MkdirTemp("", "taskloom-verify-"); err != nil {
+		// The report file is written by the command, so it goes where the
+		// sandbox lets it write.
+		if tmp, err = os.MkdirTemp(cf.TempDir, "taskloom-verify-"); err != nil {
 			return TestReport{}, fmt.Errorf("report dir: %w", err)
 		}
 		defer os.RemoveAll(tmp)
@@ -632,7 +565,7 @@ func runTests(ctx context.Context, dir string, argv []string, timeout time.Durat
 	// Every command's output goes through the test2json parser: go test
 	// needs it, and another command may print go test -json output too.
 	gp := newGoTestParser()
-	res, err := runCommand(ctx, dir, argv, timeout, env, gp.line)
+	res, err := runCommand(ctx, dir, argv, timeout, cf, gp.line)
 	if err != nil {
 		return TestReport{}, err
 	}
@@ -674,8 +607,12 @@ func runTests(ctx context.Context, dir string, argv []string, timeout time.Durat
 		rep.Failures = rep.Failures[:maxReportedFailures]
 	}
 	for i := range rep.Failures {
-		rep.Failures[i].Output = trimHeadTail(rep.Failures[i].Output, failureOutputLimit)
+		// Report files are read back outside the runner, which redacted
+		// only what the command printed.
+		f := &rep.Failures[i]
+		f.Name, f.Output = cf.Redactor.Redact(f.Name), trimHeadTail(cf.Redactor.Redact(f.Output), failureOutputLimit)
 	}
+	rep.Output = cf.Redactor.Redact(rep.Output)
 	rep.Passed = !rep.TimedOut && rep.ExitCode == 0 && rep.Failed == 0 && len(rep.Failures) == 0
 	return rep, nil
 }

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/proc"
 )
 
 func readVerifyTestdata(t *testing.T, name string) []byte {
@@ -436,7 +438,7 @@ func TestRunCommand(t *testing.T) {
 
 	t.Run("exit code and combined output", func(t *testing.T) {
 		t.Parallel()
-		res, err := RunCommand(ctx, t.TempDir(), []string{"sh", "-c", "echo out; echo err >&2; echo \"$EXTRA\"; exit 3"}, time.Minute, []string{"EXTRA=from env"})
+		res, err := RunCommand(ctx, t.TempDir(), []string{"sh", "-c", "echo out; echo err >&2; echo \"$EXTRA\"; exit 3"}, time.Minute, proc.Confinement{Env: append(os.Environ(), "EXTRA=from env")})
 		require.NoError(t, err)
 		require.Equal(t, 3, res.ExitCode)
 		require.False(t, res.TimedOut)
@@ -449,7 +451,7 @@ func TestRunCommand(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
 		pidFile := filepath.Join(dir, "pid")
-		res, err := RunCommand(ctx, dir, []string{"sh", "-c", "sleep 60 & echo $! > pid; echo waiting; wait"}, time.Second, nil)
+		res, err := RunCommand(ctx, dir, []string{"sh", "-c", "sleep 60 & echo $! > pid; echo waiting; wait"}, time.Second, proc.Confinement{})
 		require.NoError(t, err)
 		require.True(t, res.TimedOut)
 		require.Equal(t, -1, res.ExitCode)
@@ -471,33 +473,33 @@ func TestRunCommand(t *testing.T) {
 		t.Parallel()
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err := RunCommand(cctx, t.TempDir(), []string{"sh", "-c", "exit 0"}, time.Minute, nil)
+		_, err := RunCommand(cctx, t.TempDir(), []string{"sh", "-c", "exit 0"}, time.Minute, proc.Confinement{})
 		require.ErrorIs(t, err, context.Canceled)
 	})
 
 	t.Run("command not found", func(t *testing.T) {
 		t.Parallel()
-		_, err := RunCommand(ctx, t.TempDir(), []string{"taskloom-no-such-command"}, time.Minute, nil)
+		_, err := RunCommand(ctx, t.TempDir(), []string{"taskloom-no-such-command"}, time.Minute, proc.Confinement{})
 		require.ErrorIs(t, err, exec.ErrNotFound)
-		_, err = RunCommand(ctx, t.TempDir(), nil, time.Minute, nil)
+		_, err = RunCommand(ctx, t.TempDir(), nil, time.Minute, proc.Confinement{})
 		require.Error(t, err)
 	})
 
 	t.Run("long output is trimmed", func(t *testing.T) {
 		t.Parallel()
-		res, err := RunCommand(ctx, t.TempDir(), []string{"sh", "-c", "echo first; yes 0123456789 | head -n 300000; echo last"}, time.Minute, nil)
+		res, err := RunCommand(ctx, t.TempDir(), []string{"sh", "-c", "echo first; yes 0123456789 | head -n 300000; echo last"}, time.Minute, proc.Confinement{})
 		require.NoError(t, err)
 		require.Equal(t, 0, res.ExitCode)
 		require.LessOrEqual(t, len(res.Output), commandOutputLimit+100)
 		require.True(t, strings.HasPrefix(res.Output, "first\n"))
 		require.True(t, strings.HasSuffix(res.Output, "0123456789\nlast\n"))
-		require.Contains(t, res.Output, " bytes elided …")
+		require.True(t, strings.Contains(res.Output, " bytes omitted] …"), "the middle is cut out")
 	})
 
 	t.Run("lines of both streams stay whole", func(t *testing.T) {
 		t.Parallel()
 		var lines []string
-		res, err := runCommand(ctx, t.TempDir(), []string{"sh", "-c", `printf 'a1\na'; printf 'b1\n' >&2; printf '2\nno newline'`}, time.Minute, nil,
+		res, err := runCommand(ctx, t.TempDir(), []string{"sh", "-c", `printf 'a1\na'; printf 'b1\n' >&2; printf '2\nno newline'`}, time.Minute, proc.Confinement{},
 			func(l string) { lines = append(lines, l) })
 		require.NoError(t, err)
 		require.ElementsMatch(t, []string{"a1", "a2", "b1", "no newline"}, lines)

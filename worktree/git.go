@@ -62,6 +62,12 @@ func baseEnv(name, email string) []string {
 	)
 }
 
+// GitEnv is the environment taskloom's own git commands run with outside
+// a Manager: this process's, reduced to what git needs.
+func GitEnv() []string {
+	return proc.ReduceEnv(os.Environ(), gitEnvAllow, "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=:")
+}
+
 // run runs git and returns its stdout.
 func (m *Manager) run(ctx context.Context, c gitCmd) (string, error) {
 	cmd := proc.Cmd{Args: append([]string{"git"}, c.args...), Dir: c.dir, Env: append(m.env[:len(m.env):len(m.env)], c.env...)}

@@ -220,3 +220,20 @@ func gitPathName(rel string) string {
 	}
 	return ".git/" + filepath.ToSlash(rel)
 }
+
+// Check returns ErrNotFound when w's folder is gone and ErrBroken when its
+// .git link or git metadata is, or nil.
+func (m *Manager) Check(w *Worktree) error {
+	_, err := m.adminDir(w.Path)
+	return err
+}
+
+// RemoveAttempt removes what is left of an attempt's worktree and branch
+// (see Remove), whatever state a worker left them in.
+func (m *Manager) RemoveAttempt(ctx context.Context, run, taskID string, attempt int) error {
+	w, err := m.worktree(run, taskID, attempt)
+	if err != nil {
+		return err
+	}
+	return m.Remove(ctx, w)
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -14,6 +13,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskloom/taskloom/examples"
+	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // demoOpts are the options of taskloom demo.
@@ -81,8 +82,12 @@ func (o *demoOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 		{"add", "-A"},
 		{"-c", "user.name=taskloom demo", "-c", "user.email=demo@taskloom.invalid", "commit", "-q", "-m", "textkit: PRODUCT.md and an empty module"},
 	} {
-		if out, err := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			return fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(string(out)))
+		res, err := proc.Run(ctx, proc.Cmd{Args: append([]string{"git", "-C", dir}, args...), Env: worktree.GitEnv()})
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit status %d: %s", res.ExitCode, strings.TrimSpace(res.Output))
+		}
+		if err != nil {
+			return fmt.Errorf("git %s: %w", args[0], err)
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(dir, ".taskloom"), 0o755); err != nil {
@@ -119,17 +124,23 @@ func (o *demoOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 
 // demoReport prints main's history and the example's tests on main.
 func demoReport(ctx context.Context, dir string, w io.Writer) error {
-	log, err := exec.CommandContext(ctx, "git", "-C", dir, "log", "--format=  %h %s%n    %(trailers:key=Taskloom-Task,valueonly,separator=)", "main").Output()
+	log, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "-C", dir, "log",
+		"--format=  %h %s%n    %(trailers:key=Taskloom-Task,valueonly,separator=)", "main"}, Env: worktree.GitEnv()})
+	if err == nil && log.ExitCode != 0 {
+		err = fmt.Errorf("exit status %d: %s", log.ExitCode, strings.TrimSpace(log.Stderr))
+	}
 	if err != nil {
 		return fmt.Errorf("git log: %w", err)
 	}
-	fmt.Fprintf(w, "commits on main (newest first, with their Taskloom-Task trailer):\n%s", strings.ReplaceAll(string(log), "\n    \n", "\n"))
-	test := exec.CommandContext(ctx, "go", "test", "./...")
-	test.Dir = dir
-	out, err := test.CombinedOutput()
-	fmt.Fprintf(w, "go test ./... on main:\n%s", indent(string(out)))
+	fmt.Fprintf(w, "commits on main (newest first, with their Taskloom-Task trailer):\n%s", strings.ReplaceAll(log.Stdout, "\n    \n", "\n"))
+	test, err := proc.Run(ctx, proc.Cmd{Args: []string{"go", "test", "./..."}, Dir: dir,
+		Env: proc.ReduceEnv(os.Environ(), proc.DefaultEnvAllow)})
 	if err != nil {
-		return fmt.Errorf("the example's tests fail on main: %v", err)
+		return fmt.Errorf("go test on main: %w", err)
+	}
+	fmt.Fprintf(w, "go test ./... on main:\n%s", indent(test.Output))
+	if test.ExitCode != 0 {
+		return fmt.Errorf("the example's tests fail on main: exit status %d", test.ExitCode)
 	}
 	return nil
 }

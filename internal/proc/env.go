@@ -5,6 +5,10 @@ import (
 	"strings"
 )
 
+// DefaultEnvAllow is what a sandboxed command keeps of the environment
+// by default (the sandbox.env_allow default).
+var DefaultEnvAllow = []string{"PATH", "HOME", "LANG", "TERM", "TMPDIR", "GOPATH", "GOCACHE", "GOMODCACHE", "GOFLAGS"}
+
 // ReduceEnv returns the variables of environ whose names are in allow,
 // followed by extra ("NAME=value" pairs, which win over environ's). On
 // Windows names compare without case, as the OS does.

@@ -4,6 +4,7 @@ package proc
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 )
 
@@ -29,3 +30,6 @@ type notFoundError struct{ name string }
 func (e *notFoundError) Error() string {
 	return "executable file " + e.name + " not found in the command's PATH"
 }
+
+// Unwrap makes errors.Is(err, exec.ErrNotFound) true.
+func (e *notFoundError) Unwrap() error { return exec.ErrNotFound }
