@@ -299,6 +299,9 @@ func (e *LeaseLostError) Error() string {
 	if e.Holder != "" {
 		return fmt.Sprintf("thread %s: lease lost: another process (%s) took the thread over", e.ThreadID, e.Holder)
 	}
+	if errors.Is(e.Err, checkpoint.ErrLeaseLost) {
+		return fmt.Sprintf("thread %s: lease lost: it lapsed or was released", e.ThreadID)
+	}
 	if e.Err != nil {
 		return fmt.Sprintf("thread %s: lease lost: it lapsed before it could be renewed: %v", e.ThreadID, e.Err)
 	}
@@ -375,17 +378,29 @@ func (t *thread[S]) startRenewal(lost context.CancelCauseFunc) {
 	}()
 }
 
-// leaseLost returns the *LeaseLostError that cancelled ctx in place of the
-// error it caused, so that a run stopped for its lease says so.
-func leaseLost(ctx context.Context, err error) error {
-	if err == nil || ctx.Err() == nil {
-		return err
+// leaseLost turns the error of a call that lost its lease into a
+// *LeaseLostError: the one that cancelled ctx, or, when a write found the
+// lease gone first, one naming the lease's holder now.
+func (r *Runnable[S]) leaseLost(ctx context.Context, threadID string, err error) error {
+	if err == nil {
+		return nil
 	}
 	var lle *LeaseLostError
-	if cause := context.Cause(ctx); errors.As(cause, &lle) {
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &lle) {
 		return lle
 	}
-	return err
+	if errors.As(err, &lle) || !errors.Is(err, checkpoint.ErrLeaseLost) || r.saver == nil {
+		return err
+	}
+	lle = &LeaseLostError{ThreadID: threadID, Err: err}
+	if threads, terr := r.saver.Threads(context.WithoutCancel(ctx)); terr == nil {
+		for _, info := range threads {
+			if info.ThreadID == threadID && info.Holder != r.holder {
+				lle.Holder = info.Holder
+			}
+		}
+	}
+	return lle
 }
 
 func (t *thread[S]) close(ctx context.Context) error {
@@ -553,7 +568,7 @@ func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S, opts
 	if cerr := t.close(ctx); err == nil && cerr != nil {
 		err = cerr
 	}
-	return res, leaseLost(ctx, err)
+	return res, r.leaseLost(ctx, threadID, err)
 }
 
 func (t *thread[S]) invoke(ctx context.Context, input S, opts *RunOpts) (Result[S], error) {
@@ -613,7 +628,7 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, values map[st
 	if cerr := t.close(ctx); err == nil && cerr != nil {
 		err = cerr
 	}
-	return res, leaseLost(ctx, err)
+	return res, r.leaseLost(ctx, threadID, err)
 }
 
 func (t *thread[S]) resumeWith(ctx context.Context, values map[string]any, opts *RunOpts) (Result[S], error) {

@@ -111,7 +111,7 @@ func NewStoreWithOpts(saver checkpoint.Saver, opts *StoreOpts) (*Store, error) {
 		s.b = &sqlBackend{w: sv.DB(), r: sv.ReadDB(), sqlite: true}
 	case *checkpoint.Postgres:
 		db := stdlib.OpenDBFromPool(sv.Pool())
-		s.b = &sqlBackend{w: db, r: db, own: db}
+		s.b = &retryBackend{b: &sqlBackend{w: db, r: db, own: db}, retry: sv.Retry}
 	case *checkpoint.Memory:
 		s.b = newMemBackend()
 	case nil:
@@ -544,6 +544,86 @@ func (b *sqlBackend) rootConversations(ctx context.Context, runID, taskID string
 		out = append(out, id)
 	}
 	return out, rows.Err()
+}
+
+// retryBackend retries a backend's operations as its saver retries its
+// own: while the server does not answer, for up to the saver's retry
+// period.
+type retryBackend struct {
+	b     storeBackend
+	retry func(ctx context.Context, op string, fn func(ctx context.Context) error) error
+}
+
+func (r *retryBackend) close() error { return r.b.close() }
+
+// createRun treats a run that exists after a failed try as its own when it
+// is the run it was creating: the try committed, and only its answer was
+// lost.
+func (r *retryBackend) createRun(ctx context.Context, run Run) error {
+	tries := 0
+	return r.retry(ctx, "create run", func(ctx context.Context) error {
+		tries++
+		err := r.b.createRun(ctx, run)
+		if !errors.Is(err, ErrRunExists) || tries == 1 {
+			return err
+		}
+		got, gerr := r.b.run(ctx, run.ID)
+		if gerr != nil {
+			return gerr
+		}
+		if got.CreatedAt.Equal(run.CreatedAt) && got.ProductPath == run.ProductPath && got.Repo == run.Repo {
+			return nil
+		}
+		return err
+	})
+}
+
+func (r *retryBackend) setRunStatus(ctx context.Context, id, status string, now time.Time) error {
+	return r.retry(ctx, "set run status", func(ctx context.Context) error { return r.b.setRunStatus(ctx, id, status, now) })
+}
+
+func (r *retryBackend) run(ctx context.Context, id string) (Run, error) {
+	var out Run
+	err := r.retry(ctx, "get run", func(ctx context.Context) error {
+		var err error
+		out, err = r.b.run(ctx, id)
+		return err
+	})
+	return out, err
+}
+
+func (r *retryBackend) runs(ctx context.Context, repo string, all bool, limit int) ([]Run, error) {
+	var out []Run
+	err := r.retry(ctx, "list runs", func(ctx context.Context) error {
+		var err error
+		out, err = r.b.runs(ctx, repo, all, limit)
+		return err
+	})
+	return out, err
+}
+
+func (r *retryBackend) saveHistory(ctx context.Context, h historyRow) error {
+	return r.retry(ctx, "save history", func(ctx context.Context) error { return r.b.saveHistory(ctx, h) })
+}
+
+func (r *retryBackend) loadHistory(ctx context.Context, runID, id string) (*agent.Record, error) {
+	var out *agent.Record
+	err := r.retry(ctx, "load history", func(ctx context.Context) error {
+		var err error
+		out, err = r.b.loadHistory(ctx, runID, id)
+		return err
+	})
+	return out, err
+}
+
+func (r *retryBackend) rootConversations(ctx context.Context, runID, taskID string) ([]string, error) {
+	var out []string
+	err := r.retry(ctx, "list conversations", func(ctx context.Context) error {
+		var err error
+		out, err = r.b.rootConversations(ctx, runID, taskID)
+		return err
+	})
+	return out, err
 }
 
 // memBackend keeps the store in process memory.

@@ -194,6 +194,9 @@ func (p *progress) finish(res graph.Result[nodes.State], err error) error {
 		return err
 	}
 	switch status {
+		if fault := storeFault(p.runID, err); fault != nil {
+			return fault
+		}
 	case nodes.RunCompleted:
 		return nil
 	case nodes.RunInterrupted:

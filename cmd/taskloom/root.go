@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/taskloom/taskloom/graph/checkpoint"
 )
 
 // Exit codes, as SPEC §1 fixes them.
@@ -96,6 +98,13 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		code = ce.code
 	} else if strings.HasPrefix(err.Error(), "unknown command") || strings.Contains(err.Error(), "accepts ") {
 		code = exitUsage
+	}
+	var decode *checkpoint.DecodeError
+	var fault *faultError
+	if errors.As(err, &decode) && !errors.As(err, &fault) {
+		// Whichever command read it, a damaged checkpoint is named the
+		// same way: its run and its step.
+		err = decodeFault(decode)
 	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintf(stderr, "taskloom: %s\n", msg)
