@@ -436,6 +436,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 	}
 	p.crash("verify:after_tests")
 	var escs []Escalation
+	head := s.Head.Get()
 	for i, id := range batch {
 		rec := &recs[i]
 		var failure, reason string
@@ -467,7 +468,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 			}
 			u.Log.Add(p.entry(id, "%s passed its tests without changes; nothing to integrate", id))
 		default:
-			sha, conflicts, err := p.integrate(ctx, wts[i])
+			sha, conflicts, err := p.integrate(ctx, wts[i], head)
 			if err != nil {
 				return u, fmt.Errorf("integrate %s: %w", id, err)
 			}
@@ -477,7 +478,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 				reason = ReasonConflict
 				break
 			}
-			rec.Integrated = sha
+			rec.Integrated, head = sha, sha
 			var err2 error
 			if tasks, err2 = scheduler.Pass(tasks, id); err2 != nil {
 				return u, err2
@@ -513,13 +514,22 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 	if len(escs) > 0 {
 		u.Escalations.Set(escs)
 	}
+	if head != s.Head.Get() {
+		u.Head.Set(head)
+	}
 	return u, nil
 }
 
 // integrate applies an attempt to main exactly once. It returns the
-// commit on main, or the conflicting files.
-func (p *Pipeline) integrate(ctx context.Context, wt *worktree.Worktree) (string, []string, error) {
+// commit on main, or the conflicting files. It refuses with a
+// *worktree.ResetError when main no longer contains head, the last head
+// the run recorded: the user reset or rewrote it, and integrating on top
+// would bury that silently.
+func (p *Pipeline) integrate(ctx context.Context, wt *worktree.Worktree, head string) (string, []string, error) {
 	p.crash("integrate:before")
+	if err := p.Repo.CheckHead(ctx, wt.Run, head); err != nil {
+		return "", nil, err
+	}
 	res, err := p.Repo.Integrate(ctx, wt)
 	var cerr *worktree.ConflictError
 	if errors.As(err, &cerr) {

@@ -2,13 +2,14 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // Registry records runs; *Store implements it.
@@ -24,13 +25,8 @@ type Runner struct {
 	Registry Registry
 	// StepLimit bounds the super-steps of one call; 0 means 100,000.
 	StepLimit int
-	// LeaseTTL is how long the run's lease outlives its last renewal; 0
-	// means the graph's default. A run whose store stops answering stops
-	// when its lease would lapse, so it bounds how long a run waits for the
-	// store.
-	LeaseTTL time.Duration
-	Clock    graph.Clock
-	Logger   *slog.Logger
+	Clock     graph.Clock
+	Logger    *slog.Logger
 
 	compiled *graph.Runnable[State]
 }
@@ -44,7 +40,7 @@ func (r *Runner) Runnable() (*graph.Runnable[State], error) {
 	if limit <= 0 {
 		limit = 100_000
 	}
-	run, err := r.Pipeline.Graph().Compile(&graph.CompileOpts{Saver: r.Saver, StepLimit: limit, LeaseTTL: r.LeaseTTL, Clock: r.Clock, Logger: r.Logger})
+	run, err := r.Pipeline.Graph().Compile(&graph.CompileOpts{Saver: r.Saver, StepLimit: limit, Clock: r.Clock, Logger: r.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("compile pipeline: %w", err)
 	}
@@ -59,10 +55,23 @@ func (r *Runner) Start(ctx context.Context, run Run, opts *graph.RunOpts) (graph
 		return graph.Result[State]{}, err
 	}
 	run.Status = RunRunning
+	in := State{RunID: graph.V(run.ID)}
+	if repo := r.Pipeline.Repo; repo != nil {
+		// The run integrates into the branch checked out now, whatever is
+		// checked out later, and on top of the head it starts from.
+		head, err := repo.Head(ctx)
+		if err != nil {
+			return graph.Result[State]{}, fmt.Errorf("start run %s: %w", run.ID, err)
+		}
+		in.Branch, in.Head = graph.V(repo.MainBranch()), graph.V(head)
+		if run.Meta, err = withTarget(run.Meta, repo.MainBranch(), head); err != nil {
+			return graph.Result[State]{}, fmt.Errorf("start run %s: %w", run.ID, err)
+		}
+	}
 	if err := r.Registry.CreateRun(ctx, run); err != nil {
 		return graph.Result[State]{}, err
 	}
-	res, err := g.Invoke(ctx, run.ID, State{RunID: graph.V(run.ID)}, opts)
+	res, err := g.Invoke(ctx, run.ID, in, opts)
 	return res, r.finish(ctx, run.ID, res, err)
 }
 
@@ -89,35 +98,38 @@ func (r *Runner) log() *slog.Logger {
 	return r.Logger
 }
 
-// storeFaultStatusWait bounds the status write of a run that stopped
-// because of its store.
-const storeFaultStatusWait = 5 * time.Second
-
 // finish records the run's status after a call.
 func (r *Runner) finish(ctx context.Context, runID string, res graph.Result[State], err error) error {
 	if errors.Is(err, checkpoint.ErrThreadBusy) {
 		return err // another process drives it; its status is its own
 	}
 	status := StatusOf(res, err)
-	sctx := context.WithoutCancel(ctx)
-	if errors.Is(err, checkpoint.ErrStoreUnreachable) || errors.Is(err, checkpoint.ErrLeaseLost) {
-		// The store may still be away: try, but do not wait for it again.
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(sctx, storeFaultStatusWait)
-		defer cancel()
-	}
-	if serr := r.Registry.SetRunStatus(sctx, runID, status); serr != nil && err == nil {
+	if serr := r.Registry.SetRunStatus(context.WithoutCancel(ctx), runID, status); serr != nil && err == nil {
 		err = serr
 	}
 	return err
 }
 
+// withTarget adds the run's target branch and start head to its meta, as
+// "target_branch" and "start_head".
+func withTarget(meta json.RawMessage, branch, head string) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if len(meta) > 0 {
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return nil, fmt.Errorf("meta: %w", err)
+		}
+	}
+	m["target_branch"], _ = json.Marshal(branch)
+	m["start_head"], _ = json.Marshal(head)
+	return json.Marshal(m)
+}
+
 // StatusOf maps a call's result to a run status.
 func StatusOf(res graph.Result[State], err error) string {
 	switch {
-	case errors.Is(err, checkpoint.ErrStoreUnreachable), errors.Is(err, checkpoint.ErrLeaseLost):
-		// The store went away, or another process took the run over: the
-		// run stopped where its last checkpoint is and can be resumed.
+	case errors.Is(err, worktree.ErrReset):
+		// Stopped for the user to restore the branch or accept it; the
+		// run resumes from where it stopped.
 		return RunInterrupted
 	case err != nil:
 		return RunFailed

@@ -10,7 +10,14 @@ import (
 // State is the pipeline's graph state. Tasks and attempts are keyed
 // collections, so a checkpoint stores only the entries a step changed.
 type State struct {
-	RunID       graph.Value[string]              `json:"run_id"`
+	RunID graph.Value[string] `json:"run_id"`
+	// Branch is the run's target branch: the one checked out when it
+	// started. The run integrates into it alone.
+	Branch graph.Value[string] `json:"branch"`
+	// Head is the last head of Branch the run recorded: the one it started
+	// from, then each commit it integrated. Before each integration and at
+	// resume, Branch must still contain it.
+	Head        graph.Value[string]              `json:"head"`
 	Milestones  graph.Value[[]planner.Milestone] `json:"milestones"`
 	Tasks       graph.Keyed[planner.Task]        `json:"tasks"`
 	Warnings    graph.Value[[]string]            `json:"warnings"`

@@ -86,7 +86,7 @@ func newHistoryCmd(a *app) *cobra.Command {
 
 // Run prints the run's checkpoints, or exports conversations.
 func (o *historyOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
-	s, err := openSession(ctx, cmd, o.Repo, o.ConfigFile)
+	s, err := openReadSession(ctx, cmd, o.Repo, o.ConfigFile)
 	if err != nil {
 		return err
 	}

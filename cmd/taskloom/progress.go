@@ -12,6 +12,7 @@ import (
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // progress shows a run as it goes: a live table on a terminal, plain lines
@@ -48,13 +49,14 @@ func (p *progress) emitJSON(v any) {
 	fmt.Fprintf(p.w, "%s\n", b)
 }
 
-func (p *progress) start(product, repo string, meta runMeta) {
+func (p *progress) start(product, repo, branch string, meta runMeta) {
 	if p.json {
-		p.emitJSON(map[string]any{"kind": "run_start", "run_id": p.runID, "product": product, "repo": repo, "workers": meta.Workers})
+		p.emitJSON(map[string]any{"kind": "run_start", "run_id": p.runID, "product": product, "repo": repo,
+			"target_branch": branch, "workers": meta.Workers})
 		return
 	}
 	fmt.Fprintf(p.w, "run %s\n", p.runID)
-	fmt.Fprintf(p.w, "product %s, repo %s, %d worker(s)\n", product, repo, meta.Workers)
+	fmt.Fprintf(p.w, "product %s, repo %s, branch %s, %d worker(s)\n", product, repo, branch, meta.Workers)
 }
 
 // seed shows the tasks a resumed run already has.
@@ -69,9 +71,9 @@ func (p *progress) seed(tasks []planner.Task) {
 	}
 }
 
-func (p *progress) resume() {
+func (p *progress) resume(branch string) {
 	if p.json {
-		p.emitJSON(map[string]any{"kind": "run_resume", "run_id": p.runID})
+		p.emitJSON(map[string]any{"kind": "run_resume", "run_id": p.runID, "target_branch": branch})
 		return
 	}
 	fmt.Fprintf(p.w, "run %s (resumed)\n", p.runID)
@@ -188,15 +190,16 @@ func (p *progress) finish(res graph.Result[nodes.State], err error) error {
 		fmt.Fprintf(p.w, "run %s: %s (%s of %d tasks done)\n", p.runID, orDash(status), summary["progress"], len(tasks))
 	}
 	if err != nil {
+		var reset *worktree.ResetError
+		if errors.As(err, &reset) {
+			return reset // one line, without the nodes it went through
+		}
 		if errors.Is(err, graph.ErrStepLimit) {
 			return fmt.Errorf("%w; resume it with: taskloom resume %s", err, p.runID)
 		}
 		return err
 	}
 	switch status {
-		if fault := storeFault(p.runID, err); fault != nil {
-			return fault
-		}
 	case nodes.RunCompleted:
 		return nil
 	case nodes.RunInterrupted:

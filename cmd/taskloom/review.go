@@ -208,7 +208,7 @@ func (o *reviewOpts) Run(ctx context.Context, cmd *cobra.Command, in io.Reader, 
 		fmt.Fprintf(w, "next: taskloom resume %s\n", o.RunID)
 		return nil
 	}
-	return resumeRun(ctx, cmd, s, o.RunID, "", false, w)
+	return resumeRun(ctx, cmd, s, o.RunID, resumeHow{}, w)
 }
 
 // newReview collects the pending escalations of a run's newest checkpoint.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,7 +17,15 @@ import (
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/worktree"
 )
+
+func shortHash(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
 
 // runOpts are the options of taskloom run.
 type runOpts struct {
@@ -83,9 +92,15 @@ func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// One live run per repo and branch, held while this process lives.
+	unlock, err := p.Repo.LockBranch(ctx, runID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	metaJSON, _ := json.Marshal(meta)
 	pr := newProgress(w, o.JSON, runID)
-	pr.start(product, s.repo, meta)
+	pr.start(product, s.repo, p.Repo.MainBranch(), meta)
 	res, err := s.runner(p).Start(ctx, nodes.Run{ID: runID, ProductPath: product, Repo: s.repo, Meta: metaJSON}, &graph.RunOpts{EventFunc: pr.event})
 	return pr.finish(res, err)
 }
@@ -97,6 +112,9 @@ type resumeOpts struct {
 	From       string
 	JSON       bool
 	ConfigFile string
+	// AcceptHead takes the run's target branch as it is, after the user
+	// reset or rewrote it.
+	AcceptHead bool
 }
 
 // Validate checks the options.
@@ -124,6 +142,7 @@ func newResumeCmd(a *app) *cobra.Command {
 	addStoreFlags(f, &o.Repo)
 	f.StringVar(&o.From, "from", "", "fork the run from this checkpoint (see taskloom history) and continue the fork")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object per event")
+	f.BoolVar(&o.AcceptHead, "accept-head", false, "take the target branch as it is after a reset or rewrite: tasks whose commits are gone from it are redone")
 	return cmd
 }
 
@@ -134,11 +153,18 @@ func (o *resumeOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 		return err
 	}
 	defer s.Close()
-	return resumeRun(ctx, cmd, s, o.RunID, o.From, o.JSON, w)
+	return resumeRun(ctx, cmd, s, o.RunID, resumeHow{From: o.From, JSON: o.JSON, AcceptHead: o.AcceptHead}, w)
+}
+
+// resumeHow says how resumeRun continues a run.
+type resumeHow struct {
+	From       string // fork from this checkpoint step first
+	JSON       bool
+	AcceptHead bool
 }
 
 // resumeRun continues a stored run (or a fork of it) with its own pipeline.
-func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID, from string, asJSON bool, w io.Writer) error {
+func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID string, how resumeHow, w io.Writer) error {
 	run, meta, err := s.loadRun(ctx, runID)
 	if err != nil {
 		return err
@@ -151,8 +177,8 @@ func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID, from 
 		}
 		s.cfg, s.repo = cfg, run.Repo
 	}
-	if from != "" {
-		step, _ := strconv.ParseInt(from, 10, 64)
+	if how.From != "" {
+		step, _ := strconv.ParseInt(how.From, 10, 64)
 		runID, err = forkRun(ctx, s, run, meta, step)
 		if err != nil {
 			return err
@@ -163,9 +189,31 @@ func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID, from 
 	if err != nil {
 		return err
 	}
-	pr := newProgress(w, asJSON, run.ID)
-	pr.resume()
+	// One live run per repo and branch: this one, while this process
+	// lives. A second resume of the same run is told who drives it.
+	unlock, err := p.Repo.LockBranch(ctx, run.ID)
+	var live *worktree.LiveError
+	if errors.As(err, &live) && live.Run == run.ID {
+		return fmt.Errorf("run %s is being driven by another process (pid %d, host %s); wait for it to finish or stop it", run.ID, live.PID, live.Host)
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	pr := newProgress(w, how.JSON, run.ID)
+	pr.resume(p.Repo.MainBranch())
 	runner := s.runner(p)
+	if how.AcceptHead {
+		acc, err := runner.AcceptHead(ctx, run.ID)
+		if err != nil {
+			return err
+		}
+		if len(acc.Redo) > 0 && !how.JSON {
+			fmt.Fprintf(w, "accepted %s at %s; redoing %s, whose commits are gone from it\n", p.Repo.MainBranch(), shortHash(acc.Head), strings.Join(acc.Redo, ", "))
+		}
+	} else if err := runner.CheckHead(ctx, run.ID); err != nil {
+		return err
+	}
 	if g, err := runner.Runnable(); err == nil {
 		if st, err := g.State(ctx, run.ID, -1); err == nil {
 			pr.seed(st.State.Tasks.Values())

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -45,8 +44,24 @@ func defaultDBURL(repo string) string {
 	return filepath.Join(repo, ".taskloom", "taskloom.db")
 }
 
-// openSession loads the repo's config and opens its store.
+// errNoStore says that a read-only command found no store to read: the
+// repo has had no run yet.
+var errNoStore = errors.New("no taskloom runs yet")
+
+// openSession loads the repo's config and opens its store, creating the
+// repo's embedded store when it has none. The repo must be a git repo.
 func openSession(ctx context.Context, cmd *cobra.Command, repoDir, configFile string) (*session, error) {
+	return newSession(ctx, cmd, repoDir, configFile, false)
+}
+
+// openReadSession is openSession for the read-only commands: it never
+// creates a store or a .taskloom folder (a repo without one has no runs:
+// errNoStore), and with a --db it needs no git repo.
+func openReadSession(ctx context.Context, cmd *cobra.Command, repoDir, configFile string) (*session, error) {
+	return newSession(ctx, cmd, repoDir, configFile, true)
+}
+
+func newSession(ctx context.Context, cmd *cobra.Command, repoDir, configFile string, readOnly bool) (*session, error) {
 	repo, err := filepath.Abs(repoDir)
 	if err != nil {
 		return nil, err
@@ -60,13 +75,24 @@ func openSession(ctx context.Context, cmd *cobra.Command, repoDir, configFile st
 	}
 	s := &session{cfg: cfg, repo: repo, logger: slog.New(slog.DiscardHandler)}
 	s.dbURL = cfg.Database.URL
-	if s.dbURL == "" {
-		s.dbURL = defaultDBURL(repo)
-		if err := os.MkdirAll(filepath.Dir(s.dbURL), 0o755); err != nil {
+	if s.dbURL == "" || !readOnly {
+		if _, err := worktree.FindRoot(ctx, repo); errors.Is(err, worktree.ErrNotRepo) {
+			return nil, fmt.Errorf("%s is not inside a git repository: cd into your repo or pass --repo", repo)
+		} else if err != nil {
 			return nil, err
 		}
 	}
-	if s.saver, err = checkpoint.Open(ctx, s.dbURL, &checkpoint.OpenOpts{Retry: storeRetry(cfg, cmd.ErrOrStderr())}); err != nil {
+	if s.dbURL == "" {
+		s.dbURL = defaultDBURL(repo)
+		if readOnly {
+			if _, err := os.Stat(s.dbURL); errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md", errNoStore, repo)
+			}
+		} else if err := os.MkdirAll(filepath.Dir(s.dbURL), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if s.saver, err = checkpoint.Open(ctx, s.dbURL, nil); err != nil {
 		return nil, err
 	}
 	if s.store, err = nodes.NewStore(s.saver); err != nil {
@@ -89,6 +115,10 @@ type runMeta struct {
 	Model      string `json:"model"`
 	Workers    int    `json:"workers"`
 	ConfigFile string `json:"config_file,omitempty"`
+	// TargetBranch and StartHead are the branch the run integrates into
+	// and the head it started from (the runner records them).
+	TargetBranch string `json:"target_branch,omitempty"`
+	StartHead    string `json:"start_head,omitempty"`
 }
 
 func newRunID(now time.Time) string {
@@ -116,7 +146,9 @@ func resolveModelSpec(spec, cwd, repo string) string {
 // pipeline builds the pipeline of a run.
 func (s *session) pipeline(ctx context.Context, runID, productPath string, meta runMeta) (*nodes.Pipeline, error) {
 	cfg := s.cfg
-	repo, err := worktree.Open(ctx, s.repo, &worktree.Opts{Include: cfg.Worktree.Include, Logger: s.logger})
+	// A resumed run integrates into the branch it started on, whatever is
+	// checked out now.
+	repo, err := worktree.Open(ctx, s.repo, &worktree.Opts{Include: cfg.Worktree.Include, MainBranch: meta.TargetBranch, Logger: s.logger})
 	if err != nil {
 		return nil, err
 	}
@@ -228,40 +260,7 @@ func (s *session) agentOpts() *agent.Opts {
 
 // runner builds the runner of a run.
 func (s *session) runner(p *nodes.Pipeline) *nodes.Runner {
-	// The lease outlives an outage the run is willing to wait out: a run
-	// stops when its lease would lapse.
-	ttl := max(minLeaseTTL, s.cfg.Database.RetryFor.Duration)
-	return &nodes.Runner{Pipeline: p, Saver: s.saver, Registry: s.store, LeaseTTL: ttl, Logger: s.logger}
-}
-
-// minLeaseTTL is the lease of a run whose database.retry_for is shorter.
-const minLeaseTTL = 30 * time.Second
-
-// storeRetry says how the store rides out an outage: retried for
-// database.retry_for, and the run says once per outage, on stderr, that it
-// waits.
-func storeRetry(cfg config.Config, stderr io.Writer) *checkpoint.RetryOpts {
-	var mu sync.Mutex
-	return &checkpoint.RetryOpts{
-		For: cfg.Database.RetryFor.Duration,
-		UnreachableFunc: func(err error, retryFor time.Duration) {
-			mu.Lock()
-			defer mu.Unlock()
-			fmt.Fprintf(stderr, "taskloom: store unreachable (%s); retrying for up to %s\n", firstLineOf(err.Error()), shortDuration(retryFor))
-		},
-	}
-}
-
-// shortDuration prints d without zero units: 2m, 1m30s, 2s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return &nodes.Runner{Pipeline: p, Saver: s.saver, Registry: s.store, Logger: s.logger}
 }
 
 // loadRun returns a stored run and its meta.
@@ -282,13 +281,18 @@ func (s *session) loadRun(ctx context.Context, runID string) (nodes.Run, runMeta
 	return run, meta, nil
 }
 
+// pointFunc, when set, is called at the pipeline's named points (see
+// nodes.Pipeline.CrashFunc) instead of crashFunc's kill: in-process
+// end-to-end tests use it to act on the repo at exact places mid-run.
+var pointFunc func(point string)
+
 // crashFunc kills the process at a named point when TASKLOOM_CRASH_AT
 // names it ("point" or "point#N" for its N-th passage). The end-to-end
 // tests use it to kill -9 a run at exact places.
 func crashFunc() func(string) {
 	spec := os.Getenv("TASKLOOM_CRASH_AT")
 	if spec == "" {
-		return nil
+		return pointFunc
 	}
 	point, nth, _ := strings.Cut(spec, "#")
 	want := 1

@@ -55,6 +55,7 @@ func newStatusCmd(a *app) *cobra.Command {
 type statusReport struct {
 	RunID          string             `json:"run_id"`
 	Status         string             `json:"status"`
+	TargetBranch   string             `json:"target_branch"`
 	Tasks          scheduler.Summary  `json:"tasks"`
 	CurrentTaskIDs []string           `json:"current_task_ids"`
 	Escalations    []nodes.Escalation `json:"escalations"`
@@ -64,7 +65,7 @@ type statusReport struct {
 
 // Run prints the status of the run.
 func (o *statusOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
-	s, err := openSession(ctx, cmd, o.Repo, o.ConfigFile)
+	s, err := openReadSession(ctx, cmd, o.Repo, o.ConfigFile)
 	if err != nil {
 		return err
 	}
@@ -111,10 +112,6 @@ func headState(ctx context.Context, g *graph.Runnable[nodes.State], runID string
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return graph.Result[nodes.State]{Step: -1}, false, nil
 	}
-	var decode *checkpoint.DecodeError
-	if errors.As(err, &decode) {
-		return res, false, decodeFault(decode)
-	}
 	if err != nil {
 		return res, false, fmt.Errorf("read the state of run %s: %w", runID, err)
 	}
@@ -134,6 +131,13 @@ func buildStatus(run nodes.Run, head graph.Result[nodes.State]) statusReport {
 		Escalations:    []nodes.Escalation{},
 		run:            run,
 		head:           head,
+	}
+	rep.TargetBranch = st.Branch.Get()
+	if rep.TargetBranch == "" {
+		var meta runMeta
+		if json.Unmarshal(run.Meta, &meta) == nil {
+			rep.TargetBranch = meta.TargetBranch
+		}
 	}
 	// The pending interrupts are the escalations a human must still answer;
 	// without them (answered, or not raised yet), the state's list.
@@ -300,14 +304,19 @@ type runRow struct {
 	UpdatedAt time.Time         `json:"updated_at"`
 	Progress  string            `json:"progress"`
 	Tasks     scheduler.Summary `json:"tasks"`
-	// Error says why the run's state cannot be read; such a run is listed
-	// all the same, and the other runs with it.
-	Error string `json:"error,omitempty"`
 }
 
 // Run lists the runs, newest first.
 func (o *runsOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
-	s, err := openSession(ctx, cmd, o.Repo, o.ConfigFile)
+	s, err := openReadSession(ctx, cmd, o.Repo, o.ConfigFile)
+	if errors.Is(err, errNoStore) {
+		// No store is no runs: a list, not an error.
+		if o.JSON {
+			return writeJSON(w, []runRow{})
+		}
+		fmt.Fprintln(w, err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -322,20 +331,13 @@ func (o *runsOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 	}
 	rows := make([]runRow, 0, len(runs))
 	for _, r := range runs {
-		row := runRow{RunID: r.ID, Product: r.ProductPath, Repo: r.Repo, Status: r.Status, StartedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		head, _, err := headState(ctx, g, r.ID)
-		if errors.Is(err, checkpoint.ErrCorrupt) {
-			// One damaged run does not hide the others.
-			row.Progress, row.Error = "unreadable", err.Error()
-			rows = append(rows, row)
-			continue
-		}
 		if err != nil {
 			return err
 		}
-		row.Tasks = scheduler.Summarize(head.State.Tasks.Values())
-		row.Progress = row.Tasks.Progress
-		rows = append(rows, row)
+		sum := scheduler.Summarize(head.State.Tasks.Values())
+		rows = append(rows, runRow{RunID: r.ID, Product: r.ProductPath, Repo: r.Repo, Status: r.Status,
+			StartedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Progress: sum.Progress, Tasks: sum})
 	}
 	if o.JSON {
 		return writeJSON(w, rows)
@@ -347,11 +349,6 @@ func (o *runsOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPRODUCT\tSTATUS\tSTARTED\tPROGRESS")
 	for _, r := range rows {
-		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s: %s\n", r.RunID, productName(r.Product, r.Repo), r.Status,
-				localTime(r.StartedAt), r.Progress, r.Error)
-			continue
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s (%d/%d)\n", r.RunID, productName(r.Product, r.Repo), r.Status,
 			localTime(r.StartedAt), r.Progress, r.Tasks.Completed, r.Tasks.Total)
 	}

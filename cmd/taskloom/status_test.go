@@ -167,8 +167,9 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	code, out, errOut := r.cli(t, "status", done, "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st := statusJSON(t, out)
-	require.ElementsMatch(t, []string{"run_id", "status", "tasks", "current_task_ids", "escalations"}, keysOf(st))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations"}, keysOf(st))
 	require.Equal(t, done, st["run_id"])
+	require.Equal(t, "main", st["target_branch"])
 	require.Equal(t, "completed", st["status"])
 	require.Equal(t, map[string]any{"total": 2.0, "pending": 0.0, "in_progress": 0.0, "completed": 2.0,
 		"failed": 0.0, "blocked": 0.0, "skipped": 0.0, "progress": "100%"}, st["tasks"])
@@ -269,7 +270,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	code, out, errOut = r.cli(t, "status", "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st = statusJSON(t, out)
-	require.ElementsMatch(t, []string{"run_id", "status", "tasks", "current_task_ids", "escalations"}, keysOf(st))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations"}, keysOf(st))
 	require.Equal(t, esc, st["run_id"])
 	require.Equal(t, "interrupted", st["status"])
 	require.Equal(t, map[string]any{"total": 1.0, "pending": 0.0, "in_progress": 0.0, "completed": 0.0,
