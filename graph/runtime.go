@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
@@ -177,8 +176,7 @@ func localHolderAlive(holder string) bool {
 	if pid == os.Getpid() {
 		return true
 	}
-	err = syscall.Kill(pid, 0)
-	return !errors.Is(err, syscall.ESRCH)
+	return processExists(pid)
 }
 
 // taskSpec is one task of a super-step, as stored in a checkpoint's Next.
