@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
@@ -25,8 +26,13 @@ type Runner struct {
 	Registry Registry
 	// StepLimit bounds the super-steps of one call; 0 means 100,000.
 	StepLimit int
-	Clock     graph.Clock
-	Logger    *slog.Logger
+	// LeaseTTL is how long the run's lease outlives its last renewal; 0
+	// means the graph's default. A run whose store stops answering stops
+	// when its lease would lapse, so it bounds how long a run waits for the
+	// store.
+	LeaseTTL time.Duration
+	Clock    graph.Clock
+	Logger   *slog.Logger
 
 	compiled *graph.Runnable[State]
 }
@@ -40,7 +46,7 @@ func (r *Runner) Runnable() (*graph.Runnable[State], error) {
 	if limit <= 0 {
 		limit = 100_000
 	}
-	run, err := r.Pipeline.Graph().Compile(&graph.CompileOpts{Saver: r.Saver, StepLimit: limit, Clock: r.Clock, Logger: r.Logger})
+	run, err := r.Pipeline.Graph().Compile(&graph.CompileOpts{Saver: r.Saver, StepLimit: limit, LeaseTTL: r.LeaseTTL, Clock: r.Clock, Logger: r.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("compile pipeline: %w", err)
 	}
@@ -98,13 +104,24 @@ func (r *Runner) log() *slog.Logger {
 	return r.Logger
 }
 
+// storeFaultStatusWait bounds the status write of a run that stopped
+// because of its store.
+const storeFaultStatusWait = 5 * time.Second
+
 // finish records the run's status after a call.
 func (r *Runner) finish(ctx context.Context, runID string, res graph.Result[State], err error) error {
 	if errors.Is(err, checkpoint.ErrThreadBusy) {
 		return err // another process drives it; its status is its own
 	}
 	status := StatusOf(res, err)
-	if serr := r.Registry.SetRunStatus(context.WithoutCancel(ctx), runID, status); serr != nil && err == nil {
+	sctx := context.WithoutCancel(ctx)
+	if errors.Is(err, checkpoint.ErrStoreUnreachable) || errors.Is(err, checkpoint.ErrLeaseLost) {
+		// The store may still be away: try, but do not wait for it again.
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(sctx, storeFaultStatusWait)
+		defer cancel()
+	}
+	if serr := r.Registry.SetRunStatus(sctx, runID, status); serr != nil && err == nil {
 		err = serr
 	}
 	return err
@@ -130,6 +147,10 @@ func StatusOf(res graph.Result[State], err error) string {
 	case errors.Is(err, worktree.ErrReset):
 		// Stopped for the user to restore the branch or accept it; the
 		// run resumes from where it stopped.
+		return RunInterrupted
+	case errors.Is(err, checkpoint.ErrStoreUnreachable), errors.Is(err, checkpoint.ErrLeaseLost):
+		// The store went away, or another process took the run over: the
+		// run stopped where its last checkpoint is and can be resumed.
 		return RunInterrupted
 	case err != nil:
 		return RunFailed

@@ -190,6 +190,9 @@ func (p *progress) finish(res graph.Result[nodes.State], err error) error {
 		fmt.Fprintf(p.w, "run %s: %s (%s of %d tasks done)\n", p.runID, orDash(status), summary["progress"], len(tasks))
 	}
 	if err != nil {
+		if fault := storeFault(p.runID, err); fault != nil {
+			return fault
+		}
 		var reset *worktree.ResetError
 		if errors.As(err, &reset) {
 			return reset // one line, without the nodes it went through

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -92,7 +93,7 @@ func newSession(ctx context.Context, cmd *cobra.Command, repoDir, configFile str
 			return nil, err
 		}
 	}
-	if s.saver, err = checkpoint.Open(ctx, s.dbURL, nil); err != nil {
+	if s.saver, err = checkpoint.Open(ctx, s.dbURL, &checkpoint.OpenOpts{Retry: storeRetry(cfg, cmd.ErrOrStderr())}); err != nil {
 		return nil, err
 	}
 	if s.store, err = nodes.NewStore(s.saver); err != nil {
@@ -260,7 +261,40 @@ func (s *session) agentOpts() *agent.Opts {
 
 // runner builds the runner of a run.
 func (s *session) runner(p *nodes.Pipeline) *nodes.Runner {
-	return &nodes.Runner{Pipeline: p, Saver: s.saver, Registry: s.store, Logger: s.logger}
+	// The lease outlives an outage the run is willing to wait out: a run
+	// stops when its lease would lapse.
+	ttl := max(minLeaseTTL, s.cfg.Database.RetryFor.Duration)
+	return &nodes.Runner{Pipeline: p, Saver: s.saver, Registry: s.store, LeaseTTL: ttl, Logger: s.logger}
+}
+
+// minLeaseTTL is the lease of a run whose database.retry_for is shorter.
+const minLeaseTTL = 30 * time.Second
+
+// storeRetry says how the store rides out an outage: retried for
+// database.retry_for, and the run says once per outage, on stderr, that it
+// waits.
+func storeRetry(cfg config.Config, stderr io.Writer) *checkpoint.RetryOpts {
+	var mu sync.Mutex
+	return &checkpoint.RetryOpts{
+		For: cfg.Database.RetryFor.Duration,
+		UnreachableFunc: func(err error, retryFor time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "taskloom: store unreachable (%s); retrying for up to %s\n", firstLineOf(err.Error()), shortDuration(retryFor))
+		},
+	}
+}
+
+// shortDuration prints d without zero units: 2m, 1m30s, 2s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // loadRun returns a stored run and its meta.

@@ -112,6 +112,10 @@ func headState(ctx context.Context, g *graph.Runnable[nodes.State], runID string
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return graph.Result[nodes.State]{Step: -1}, false, nil
 	}
+	var decode *checkpoint.DecodeError
+	if errors.As(err, &decode) {
+		return res, false, decodeFault(decode)
+	}
 	if err != nil {
 		return res, false, fmt.Errorf("read the state of run %s: %w", runID, err)
 	}
@@ -304,6 +308,9 @@ type runRow struct {
 	UpdatedAt time.Time         `json:"updated_at"`
 	Progress  string            `json:"progress"`
 	Tasks     scheduler.Summary `json:"tasks"`
+	// Error says why the run's state cannot be read; such a run is listed
+	// all the same, and the other runs with it.
+	Error string `json:"error,omitempty"`
 }
 
 // Run lists the runs, newest first.
@@ -331,13 +338,20 @@ func (o *runsOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 	}
 	rows := make([]runRow, 0, len(runs))
 	for _, r := range runs {
+		row := runRow{RunID: r.ID, Product: r.ProductPath, Repo: r.Repo, Status: r.Status, StartedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		head, _, err := headState(ctx, g, r.ID)
+		if errors.Is(err, checkpoint.ErrCorrupt) {
+			// One damaged run does not hide the others.
+			row.Progress, row.Error = "unreadable", err.Error()
+			rows = append(rows, row)
+			continue
+		}
 		if err != nil {
 			return err
 		}
-		sum := scheduler.Summarize(head.State.Tasks.Values())
-		rows = append(rows, runRow{RunID: r.ID, Product: r.ProductPath, Repo: r.Repo, Status: r.Status,
-			StartedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Progress: sum.Progress, Tasks: sum})
+		row.Tasks = scheduler.Summarize(head.State.Tasks.Values())
+		row.Progress = row.Tasks.Progress
+		rows = append(rows, row)
 	}
 	if o.JSON {
 		return writeJSON(w, rows)
@@ -349,6 +363,11 @@ func (o *runsOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPRODUCT\tSTATUS\tSTARTED\tPROGRESS")
 	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s: %s\n", r.RunID, productName(r.Product, r.Repo), r.Status,
+				localTime(r.StartedAt), r.Progress, r.Error)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s (%d/%d)\n", r.RunID, productName(r.Product, r.Repo), r.Status,
 			localTime(r.StartedAt), r.Progress, r.Tasks.Completed, r.Tasks.Total)
 	}
