@@ -36,5 +36,30 @@
 // ErrLeaseLost from ErrConflict when it fails.
 //
 // Durable savers keep times to the microsecond. Package checkpointtest holds
-// the conformance suite all savers pass.
+// the conformance suite all savers pass, and StartPostgres, a server of a
+// test's own that it may stop and restart.
+//
+// # Store faults
+//
+// The PostgreSQL saver retries an operation that fails because the server
+// or the connection went away (refused or reset connections, EOF, SQLSTATE
+// 57P01-57P03 while the server restarts) with jittered exponential backoff,
+// capped at a few seconds, for up to RetryOpts.For (DefaultRetryFor); it
+// says once per outage that it waits (RetryOpts.UnreachableFunc and the
+// logger), and after that period fails with an *UnreachableError. Every
+// operation is safe to run again: Put looks for its own checkpoint when a
+// try may have committed before its connection dropped, PutWrites and
+// Acquire are upserts that find their own earlier effect, Prune and Load
+// are transactions run again whole.
+//
+// Acquire given the zero time takes and compares leases on the store's
+// clock (now() in PostgreSQL, unixepoch in SQLite), and Put renews such a
+// lease on that clock, so that processes whose clocks disagree agree on
+// when a lease lapses.
+//
+// A checkpoint whose bytes cannot be decoded is a *DecodeError naming its
+// thread and step; it concerns that thread only. A SQLite file deleted or
+// replaced under an open saver fails the next write with a *ReplacedError
+// naming the file: the saver records the file's identity when it opens and
+// compares it (one stat) before each write.
 package checkpoint
