@@ -167,7 +167,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	code, out, errOut := r.cli(t, "status", done, "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st := statusJSON(t, out)
-	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations"}, keysOf(st))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations", "no_change"}, keysOf(st))
 	require.Equal(t, done, st["run_id"])
 	require.Equal(t, "main", st["target_branch"])
 	require.Equal(t, "completed", st["status"])
@@ -270,7 +270,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	code, out, errOut = r.cli(t, "status", "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st = statusJSON(t, out)
-	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations"}, keysOf(st))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations", "no_change"}, keysOf(st))
 	require.Equal(t, esc, st["run_id"])
 	require.Equal(t, "interrupted", st["status"])
 	require.Equal(t, map[string]any{"total": 1.0, "pending": 0.0, "in_progress": 0.0, "completed": 0.0,
@@ -358,10 +358,11 @@ func TestStatusUnknownRunMasksPassword(t *testing.T) {
 func TestStatusNoRuns(t *testing.T) {
 	t.Parallel()
 	repo := t.TempDir()
+	git(t, repo, "init", "-q", "-b", "main")
 	code, out, errOut := runCLI(t, "status", "--repo", repo)
 	require.Equal(t, exitError, code, out)
-	require.Equal(t, "taskloom: no runs of repo "+repo+" in "+filepath.Join(repo, ".taskloom", "taskloom.db")+
-		"; start one with taskloom run PRODUCT.md, or pass --repo or --db\n", errOut)
+	require.Equal(t, "taskloom: no taskloom runs yet in "+repo+": start one with taskloom run PRODUCT.md\n", errOut)
+	require.NoDirExists(t, filepath.Join(repo, ".taskloom"), "status created the store")
 
 	code, out, errOut = runCLI(t, "runs", "--repo", repo, "--json")
 	require.Equal(t, exitOK, code, errOut)
@@ -394,6 +395,7 @@ func TestHistoryExportRalphIterations(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	repo := t.TempDir()
+	git(t, repo, "init", "-q", "-b", "main")
 	dbPath := filepath.Join(repo, ".taskloom", "taskloom.db")
 	require.NoError(t, os.MkdirAll(filepath.Dir(dbPath), 0o755))
 	saver, err := checkpoint.Open(ctx, dbPath, nil)
