@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
 	"github.com/taskloom/taskloom/worktree"
@@ -43,9 +44,14 @@ type Pipeline struct {
 	BuildCommand []string
 	Workers      int
 	MaxAttempts  int
-	Clock        graph.Clock
-	Logger       *slog.Logger
-	scanned      atomic.Bool // the first select_task scanned for leftovers
+	// Secrets finds secret values in an attempt's changes, which are then
+	// never committed; nil looks for none.
+	Secrets *proc.Redactor
+	// WorkerTimeout bounds a worker's whole attempt; 0 means no bound.
+	WorkerTimeout time.Duration
+	Clock         graph.Clock
+	Logger        *slog.Logger
+	scanned       atomic.Bool // the first select_task scanned for leftovers
 
 	// CrashFunc is called at named points: "select:start",
 	// "implement:before_worker", "implement:after_commit",
@@ -342,13 +348,23 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	// ran: the worker resumes its conversation there.
 	wt, err := p.Repo.Get(ctx, run, id, seq)
 	resumed := err == nil
+	if resumed && p.Repo.Check(wt) != nil {
+		// Its .git is gone: the try starts over in a new worktree.
+		resumed = false
+	}
 	if resumed {
 		clearStaleLocks(ctx, wt.Path)
 	}
 	if !resumed {
-		if wt, err = p.Repo.Create(ctx, run, id, seq); err != nil {
+		if wt, err = p.createWorktree(ctx, run, id, seq); err != nil {
 			return u, fmt.Errorf("implement %s: %w", id, err)
 		}
+	}
+	// What the worker may not touch (other refs, the repo's config and
+	// hooks) is snapshotted now and put back after it.
+	guard, err := p.Repo.Guard(ctx, wt)
+	if err != nil {
+		return u, fmt.Errorf("implement %s: %w", id, err)
 	}
 	p.crash("implement:before_worker")
 	rec := Attempt{TaskID: id, Attempt: attempt, Seq: seq, Worktree: wt.Name(), Branch: wt.Branch}
@@ -357,12 +373,40 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		// which the prompt shows.
 		PreviousError:  task.Error,
 		ConversationID: agent.ConversationID(run, id, seq, 0), Restart: !resumed}
-	out, werr := p.Worker.Implement(ctx, job)
-	if werr != nil {
-		if ctx.Err() != nil {
-			return u, werr
-		}
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if p.WorkerTimeout > 0 {
+		wctx, cancel = context.WithTimeoutCause(ctx, p.WorkerTimeout, errWorkerTimeout)
+	}
+	out, werr := p.Worker.Implement(wctx, job)
+	timedOut := errors.Is(context.Cause(wctx), errWorkerTimeout)
+	cancel()
+	switch {
+	case werr != nil && ctx.Err() != nil:
+		return u, werr
+	case timedOut:
+		rec.Error = fmt.Sprintf("worker: timed out after %s (worker.timeout)", p.WorkerTimeout)
+	case werr != nil:
 		rec.Error = "worker: " + werr.Error()
+	case out.ExitCode != nil && *out.ExitCode != 0:
+		// An external agent CLI that fails fails the attempt; its
+		// stderr says why.
+		rec.Error = "worker: " + out.Detail
+	}
+	if gerr := p.Repo.Restore(ctx, guard); gerr != nil {
+		var te *worktree.TamperError
+		switch {
+		case errors.As(gerr, &te):
+			rec.Error = joinErrors(rec.Error, "worker: "+gerr.Error())
+		case errors.Is(gerr, worktree.ErrBroken), errors.Is(gerr, worktree.ErrNotFound):
+			// Nothing of this attempt can be committed: git there would
+			// not run against the attempt. The retry gets a new worktree.
+			rec.Error = joinErrors(rec.Error, "the worker broke its worktree: "+gerr.Error())
+			u.Attempts.Put(attemptKey(id, seq), rec)
+			u.Log.Add(p.entry(id, "%s attempt %d: %s", id, attempt, firstLine(rec.Error)))
+			return u, nil
+		default:
+			return u, fmt.Errorf("implement %s: %w", id, gerr)
+		}
 	}
 	rec.Worker, rec.WorkerReason = out.Summary, string(out.Status)
 	if out.Detail != "" {
@@ -382,6 +426,18 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		ahead, _ := gitOutput(ctx, wt.Path, "rev-list", "--count", p.Repo.MainBranch()+"..HEAD")
 		changed = strings.TrimSpace(ahead) != "0" && strings.TrimSpace(ahead) != ""
 	}
+	if changed {
+		if names := p.committedSecrets(ctx, wt); len(names) > 0 {
+			// A secret must never reach the user's branch. The commit is
+			// dropped from the attempt's branch; the retry is told why.
+			if _, err := gitOutput(ctx, wt.Path, "reset", "-q", "--hard", "HEAD~1"); err != nil {
+				return u, fmt.Errorf("implement %s: drop a commit with secrets: %w", id, err)
+			}
+			sha, changed = "", false
+			rec.Error = joinErrors(rec.Error, fmt.Sprintf("the attempt's changes contain the value of %s; a secret must never be committed, so they were discarded",
+				strings.Join(names, ", ")))
+		}
+	}
 	rec.Commit, rec.Changed = sha, changed
 	p.crash("implement:after_commit")
 	u.Attempts.Put(attemptKey(id, seq), rec)
@@ -394,6 +450,43 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	}
 	u.Log.Add(p.entry(id, "%s attempt %d: %s", id, attempt, msg))
 	return u, nil
+}
+
+var errWorkerTimeout = errors.New("worker timed out")
+
+func joinErrors(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
+}
+
+// committedSecrets returns the names of the secrets whose values the
+// attempt's commit contains.
+func (p *Pipeline) committedSecrets(ctx context.Context, wt *worktree.Worktree) []string {
+	if p.Secrets == nil {
+		return nil
+	}
+	patch, err := gitOutput(ctx, wt.Path, "show", "--format=%B", "--binary", "HEAD")
+	if err != nil {
+		return nil
+	}
+	return p.Secrets.Find([]byte(patch))
+}
+
+// createWorktree makes a try's worktree. A branch left without its
+// worktree (the folder was deleted, by a worker or by hand) is removed
+// first, its commit kept, so that the try starts afresh.
+func (p *Pipeline) createWorktree(ctx context.Context, run, id string, seq int) (*worktree.Worktree, error) {
+	wt, err := p.Repo.Create(ctx, run, id, seq)
+	if !errors.Is(err, worktree.ErrExists) {
+		return wt, err
+	}
+	p.log().WarnContext(ctx, "recreating a broken worktree", slog.String("task_id", id), slog.Int("seq", seq), slog.Any("error", err))
+	if rerr := p.Repo.RemoveAttempt(ctx, run, id, seq); rerr != nil {
+		return nil, fmt.Errorf("%w (and removing what is left: %v)", err, rerr)
+	}
+	return p.Repo.Create(ctx, run, id, seq)
 }
 
 // verify runs the tests of the batch's attempts in their worktrees, then
@@ -466,7 +559,8 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 			if tasks, err = scheduler.Pass(tasks, id); err != nil {
 				return u, err
 			}
-			u.Log.Add(p.entry(id, "%s passed its tests without changes; nothing to integrate", id))
+			rec.NoChange = true
+			u.Log.Add(p.entry(id, "%s passed its tests without changes (no_change: true); nothing to integrate", id))
 		default:
 			sha, conflicts, err := p.integrate(ctx, wts[i], head)
 			if err != nil {

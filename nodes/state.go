@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"slices"
 	"time"
 
 	"github.com/taskloom/taskloom/graph"
@@ -59,6 +60,9 @@ type Attempt struct {
 	Branch   string `json:"branch"`
 	Commit   string `json:"commit,omitempty"`
 	Changed  bool   `json:"changed"`
+	// NoChange: the attempt changed nothing and its tests passed, so its
+	// task completed with nothing to integrate.
+	NoChange bool `json:"no_change,omitempty"`
 	// Worker is what the worker reported.
 	Worker         string  `json:"worker,omitempty"`
 	WorkerReason   string  `json:"worker_reason,omitempty"`
@@ -75,6 +79,25 @@ type Attempt struct {
 	Conflicts  []string `json:"conflicts,omitempty"`
 	Error      string   `json:"error,omitempty"`
 	Verified   bool     `json:"verified"`
+}
+
+// NoChangeTasks returns the IDs of the completed tasks whose last attempt
+// changed nothing, sorted.
+func NoChangeTasks(s State) []string {
+	last := map[string]Attempt{}
+	for _, a := range s.Attempts.Values() {
+		if prev, ok := last[a.TaskID]; !ok || a.Seq > prev.Seq {
+			last[a.TaskID] = a
+		}
+	}
+	var ids []string
+	for id, a := range last {
+		if t, ok := s.Tasks.Get(id); ok && a.NoChange && t.Status == planner.StatusCompleted {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // attemptKey is an Attempt's key in State.Attempts: "TASK/SEQ".

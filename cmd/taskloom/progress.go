@@ -181,13 +181,17 @@ func (p *progress) finish(res graph.Result[nodes.State], err error) error {
 	tasks := res.State.Tasks.Values()
 	summary := summarize(tasks)
 	if p.json {
-		out := map[string]any{"kind": "run_end", "run_id": p.runID, "status": status, "tasks": summary}
+		out := map[string]any{"kind": "run_end", "run_id": p.runID, "status": status, "tasks": summary,
+			"no_change": append([]string{}, nodes.NoChangeTasks(res.State)...)}
 		if err != nil {
 			out["error"] = err.Error()
 		}
 		p.emitJSON(out)
 	} else {
 		fmt.Fprintf(p.w, "run %s: %s (%s of %d tasks done)\n", p.runID, orDash(status), summary["progress"], len(tasks))
+		if ids := nodes.NoChangeTasks(res.State); len(ids) > 0 {
+			fmt.Fprintf(p.w, "no_change: true for %s (completed: the tests passed, but the worker changed nothing)\n", strings.Join(ids, ", "))
+		}
 	}
 	if err != nil {
 		if fault := storeFault(p.runID, err); fault != nil {

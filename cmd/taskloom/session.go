@@ -22,6 +22,7 @@ import (
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
@@ -160,8 +161,15 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 	limits := plannerLimits(cfg)
 	popts := &planner.Opts{Limits: &limits, Workers: meta.Workers, MaxAttempts: cfg.MaxAttempts, Logger: s.logger,
 		ScheduleFunc: scheduler.PlanSchedule}
-	verify := nodes.VerifyOpts{Command: cfg.Verify.Command, Timeout: cfg.Verify.Timeout.Duration}
-	worker, err := s.worker(model, runID, verify)
+	sandbox := worktree.ConfineOpts{EnvAllow: cfg.Sandbox.EnvAllow, Network: cfg.Sandbox.Network}
+	confine := func(dir string) (proc.Confinement, error) { return repo.Confine(dir, sandbox) }
+	verify := nodes.VerifyOpts{Command: cfg.Verify.Command, Timeout: cfg.Verify.Timeout.Duration, ConfineFunc: confine}
+	// An external agent CLI needs its provider key and the network; its
+	// writes are confined all the same.
+	cliSandbox := sandbox
+	cliSandbox.Keep, cliSandbox.Network = llm.KeyVariables(), true
+	cliConfine := func(dir string) (proc.Confinement, error) { return repo.Confine(dir, cliSandbox) }
+	worker, err := s.worker(model, runID, verify, confine, cliConfine)
 	if err != nil {
 		return nil, err
 	}
@@ -185,24 +193,27 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 			}
 			return planner.FromProduct(ctx, m, string(data), popts)
 		},
-		Repo:         repo,
-		Worker:       worker,
-		Verify:       verify,
-		BuildCommand: cfg.BuildVerification.Command,
-		Workers:      meta.Workers,
-		MaxAttempts:  cfg.MaxAttempts,
-		Logger:       s.logger,
-		CrashFunc:    crashFunc(),
+		Repo:          repo,
+		Worker:        worker,
+		Verify:        verify,
+		BuildCommand:  cfg.BuildVerification.Command,
+		Workers:       meta.Workers,
+		MaxAttempts:   cfg.MaxAttempts,
+		WorkerTimeout: cfg.Worker.Timeout.Duration,
+		Secrets:       proc.NewRedactor(os.Environ(), cfg.Sandbox.EnvAllow),
+		Logger:        s.logger,
+		CrashFunc:     crashFunc(),
 	}, nil
 }
 
 // worker builds the configured worker.
-func (s *session) worker(model func() (llms.Model, error), runID string, verify nodes.VerifyOpts) (agent.Worker, error) {
+func (s *session) worker(model func() (llms.Model, error), runID string, verify nodes.VerifyOpts, confine, cliConfine agent.ConfineFunc) (agent.Worker, error) {
 	cfg := s.cfg
 	var w agent.Worker
 	switch cfg.Worker.Kind {
 	case config.WorkerCommand:
-		cw, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: cfg.Worker.Command, Timeout: cfg.Worker.Timeout.Duration, Logger: s.logger})
+		cw, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: cfg.Worker.Command, Timeout: cfg.Worker.Timeout.Duration, Logger: s.logger,
+			ConfineFunc: cliConfine})
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +223,9 @@ func (s *session) worker(model func() (llms.Model, error), runID string, verify 
 		if err != nil {
 			return nil, err
 		}
-		a, err := agent.New(m, s.store.Histories(runID), s.agentOpts())
+		opts := s.agentOpts()
+		opts.ConfineFunc = confine
+		a, err := agent.New(m, s.store.Histories(runID), opts)
 		if err != nil {
 			return nil, err
 		}

@@ -59,8 +59,10 @@ type statusReport struct {
 	Tasks          scheduler.Summary  `json:"tasks"`
 	CurrentTaskIDs []string           `json:"current_task_ids"`
 	Escalations    []nodes.Escalation `json:"escalations"`
-	run            nodes.Run          // the registry entry
-	head           graph.Result[nodes.State]
+	// NoChange lists the completed tasks whose attempt changed nothing.
+	NoChange []string  `json:"no_change"`
+	run      nodes.Run // the registry entry
+	head     graph.Result[nodes.State]
 }
 
 // Run prints the status of the run.
@@ -133,6 +135,7 @@ func buildStatus(run nodes.Run, head graph.Result[nodes.State]) statusReport {
 		Tasks:          scheduler.Summarize(tasks),
 		CurrentTaskIDs: currentTaskIDs(st),
 		Escalations:    []nodes.Escalation{},
+		NoChange:       append([]string{}, nodes.NoChangeTasks(st)...),
 		run:            run,
 		head:           head,
 	}
@@ -235,6 +238,9 @@ func printStatus(w io.Writer, rep statusReport) {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", e.TaskID, e.Reason, firstLineOf(e.Error))
 		}
 		tw.Flush()
+	}
+	if len(rep.NoChange) > 0 {
+		fmt.Fprintf(w, "no_change: %s (completed without changes: the tests passed on what was already there)\n", strings.Join(rep.NoChange, ", "))
 	}
 	switch {
 	case rep.Status == nodes.RunInterrupted || len(rep.head.Interrupts) > 0:

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 )
@@ -40,8 +41,11 @@ const minSecretLength = 6
 
 // Redactor replaces secret values in text with "[REDACTED]".
 type Redactor struct {
-	r *strings.Replacer
+	r       *strings.Replacer
+	secrets []secret // longest value first
 }
+
+type secret struct{ name, value string }
 
 // NewRedactor returns a Redactor for the values of every variable of
 // environ whose name is not in allow (a variable the sandbox removed is
@@ -50,11 +54,11 @@ type Redactor struct {
 // (HOME, PWD, PATH-like variables), are left alone: redacting those would
 // mangle every file name in the output and protect nothing.
 func NewRedactor(environ, allow []string, extra ...string) *Redactor {
-	var values []string
-	add := func(v string) {
+	r := &Redactor{}
+	add := func(name, v string) {
 		v = strings.TrimSpace(v)
-		if len(v) >= minSecretLength && !slices.Contains(values, v) {
-			values = append(values, v)
+		if len(v) >= minSecretLength && !slices.ContainsFunc(r.secrets, func(s secret) bool { return s.value == v }) {
+			r.secrets = append(r.secrets, secret{name, v})
 		}
 	}
 	for _, kv := range environ {
@@ -62,22 +66,22 @@ func NewRedactor(environ, allow []string, extra ...string) *Redactor {
 		if !ok || allowed(name, allow) || onlyPaths(v) {
 			continue
 		}
-		add(v)
+		add(name, v)
 	}
 	for _, v := range extra {
-		add(v)
+		add("a provider key", v)
 	}
 	// Longer values first, so that a secret that contains another is
 	// replaced whole.
-	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
-	pairs := make([]string, 0, 2*len(values))
-	for _, v := range values {
-		pairs = append(pairs, v, "[REDACTED]")
+	slices.SortStableFunc(r.secrets, func(a, b secret) int { return len(b.value) - len(a.value) })
+	pairs := make([]string, 0, 2*len(r.secrets))
+	for _, s := range r.secrets {
+		pairs = append(pairs, s.value, "[REDACTED]")
 	}
-	if len(pairs) == 0 {
-		return &Redactor{}
+	if len(pairs) > 0 {
+		r.r = strings.NewReplacer(pairs...)
 	}
-	return &Redactor{r: strings.NewReplacer(pairs...)}
+	return r
 }
 
 // Redact returns s with every secret value replaced.
@@ -86,6 +90,21 @@ func (r *Redactor) Redact(s string) string {
 		return s
 	}
 	return r.r.Replace(s)
+}
+
+// Find returns the names of the variables whose values appear in data,
+// never the values.
+func (r *Redactor) Find(data []byte) []string {
+	if r == nil {
+		return nil
+	}
+	var names []string
+	for _, s := range r.secrets {
+		if bytes.Contains(data, []byte(s.value)) && !slices.Contains(names, s.name) {
+			names = append(names, s.name)
+		}
+	}
+	return names
 }
 
 // onlyPaths reports whether v is an absolute path or a list of them,

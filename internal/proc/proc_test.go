@@ -164,3 +164,10 @@ func TestRunRedacts(t *testing.T) {
 	}
 	require.Equal(t, "value=[REDACTED]\n", res.Stdout)
 }
+
+func TestRedactorFind(t *testing.T) {
+	t.Parallel()
+	r := proc.NewRedactor([]string{"A_KEY=alpha-secret-1", "B_KEY=beta-secret-2", "PATH=/bin"}, []string{"PATH"})
+	require.Equal(t, []string{"B_KEY"}, r.Find([]byte("x beta-secret-2 y /bin")))
+	require.Empty(t, r.Find([]byte("nothing here")))
+}

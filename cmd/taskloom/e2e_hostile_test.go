@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/llm"
+)
+
+// Made-up secrets, put in the environment of the hostile runs. None of
+// them may appear anywhere a run writes.
+var hostileSecrets = map[string]string{
+	"ANTHROPIC_API_KEY":     "sk-ant-hostile-test-key-0123456789",
+	"AWS_SECRET_ACCESS_KEY": "aws-hostile-secret-9876543210",
+	"DATABASE_URL":          "postgres://app:db-hostile-password-42@db.internal/app",
+	"ZZ_UNLISTED_THING":     "unlisted-hostile-value-5555",
+}
+
+// hostileCase is a worker that misbehaves on its first attempt, then does
+// the task (writes hello.txt) on the second.
+type hostileCase struct {
+	name string
+	// first is what the worker does on attempt 1, in sh, in its worktree.
+	first string
+	// failNaming: attempt 1 must fail with an error containing each of
+	// these; empty means attempt 1 passes (what it tried was refused by
+	// the sandbox and nothing else was wrong).
+	failNaming []string
+}
+
+var hostileCases = []hostileCase{
+	{name: "env git update-ref main", first: `env git update-ref refs/heads/main HEAD~1`,
+		failNaming: []string{"refs/heads/main was moved"}},
+	{name: "absolute git path moves a branch", first: `"$(command -v git)" branch -f feature HEAD~1`,
+		failNaming: []string{"refs/heads/feature was moved"}},
+	{name: "sh -c git tag and config", first: `sh -c 'git tag -f v1 HEAD~1; git config core.hooksPath /tmp/evil-hooks || true'`,
+		failNaming: []string{"refs/tags/v1 was moved"}},
+	{name: "push into the user's repo", first: `git -C . push -q --force --receive-pack='git -c receive.denyCurrentBranch=ignore receive-pack' "$(git rev-parse --git-common-dir)/.." HEAD~1:main`},
+	{name: "rm -rf .git", first: `rm -rf .git; echo mine > hello.txt; git add -A; git commit -qm sneaky || true`,
+		failNaming: []string{"broke its worktree"}},
+	{name: "rm -rf its worktree", first: `d="$PWD"; cd /; rm -rf "$d"`,
+		failNaming: []string{"broke its worktree"}},
+	{name: "writes outside", first: `echo pwned > ../../../pwned.txt; echo pwned > ../../../README.md; echo pwned > "$HOME/pwned.txt";
+echo pwned > ../../taskloom.db; rm -f ../../taskloom.db; echo pwned > /tmp/taskloom-hostile-pwned-$$ ; true`},
+	// The command worker keeps its provider key, so printenv shows it:
+	// the attempt's changes are then never committed.
+	{name: "printenv", first: `printenv > env.txt; cat /proc/*/environ > environ.txt 2>/dev/null; true`,
+		failNaming: []string{"contain the value of ANTHROPIC_API_KEY"}},
+}
+
+func TestE2EHostileWorkers(t *testing.T) {
+	if proc.Probe().Landlock == 0 {
+		skipOrFail(t, "the sandbox needs Linux with Landlock: "+proc.Probe().String())
+	}
+	for _, kind := range []string{"sqlite", "postgres"} {
+		for i, tc := range hostileCases {
+			if kind == "postgres" && i%2 == 1 {
+				continue // half the cases again on PostgreSQL keeps the suite quick
+			}
+			t.Run(kind+"/"+tc.name, func(t *testing.T) { testHostileWorker(t, kind, tc) })
+		}
+	}
+}
+
+func testHostileWorker(t *testing.T, kind string, tc hostileCase) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for k, v := range hostileSecrets {
+		t.Setenv(k, v)
+	}
+	dir := t.TempDir()
+	script := filepath.Join(t.TempDir(), "hostile.sh")
+	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
+case "$1" in *"Attempt: 1 of"*)
+`+tc.first+`
+;; esac
+echo "hello from $2" > hello.txt 2>/dev/null
+echo '{"type":"result","result":"done"}'
+`), 0o755))
+	cfg := map[string]any{
+		"max_attempts": 2,
+		// The verify command dumps its environment into the test output.
+		"verify":             map[string]any{"command": []string{"sh", "-c", "printenv; test -f hello.txt"}},
+		"build_verification": map[string]any{"command": []string{"true"}},
+		"worker":             map[string]any{"kind": "command", "command": []string{script, "{prompt}", "{task_id}"}},
+	}
+	data, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), data, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("the user's readme\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Say hello\n- acceptance_criteria:\n  - hello.txt exists\n- files_to_create: hello.txt\n"), 0o644))
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "p")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "user.txt"), []byte("the user's work\n"), 0o644))
+	git(t, dir, "add", "user.txt")
+	git(t, dir, "commit", "-q", "-m", "the user's commit")
+	git(t, dir, "branch", "feature")
+	git(t, dir, "tag", "v1")
+	// An untracked file of the user's must never be committed.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the user's untracked notes\n"), 0o644))
+	userHead := strings.TrimSpace(git(t, dir, "rev-parse", "main"))
+	config := readFile(t, filepath.Join(dir, ".git", "config"))
+
+	args := append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, storeArgs(t, kind)...)
+	code, stdout, stderr := taskloom(t, args...)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	id := runID(t, stdout)
+
+	// The user's repo is intact: main holds the user's commit and the
+	// task's once, other refs did not move, config and files are theirs.
+	require.Equal(t, "0\n", git(t, dir, "rev-list", "--count", "main.."+userHead), "main lost the user's commit")
+	require.Equal(t, userHead+"\n", git(t, dir, "rev-parse", "feature"))
+	require.Equal(t, userHead+"\n", git(t, dir, "rev-parse", "v1^{commit}"))
+	require.Equal(t, config, readFile(t, filepath.Join(dir, ".git", "config")))
+	require.Equal(t, "the user's readme\n", readFile(t, filepath.Join(dir, "README.md")))
+	require.Equal(t, "the user's untracked notes\n", readFile(t, filepath.Join(dir, "notes.txt")))
+	require.NotContains(t, git(t, dir, "log", "--format=", "--name-only", "main"), "notes.txt")
+	require.NoFileExists(t, filepath.Join(dir, "pwned.txt"))
+	require.NoFileExists(t, filepath.Join(home, "pwned.txt"))
+	matches, _ := filepath.Glob("/tmp/taskloom-hostile-pwned-*")
+	require.Empty(t, matches, "the worker wrote to /tmp outside its TMPDIR")
+	require.Equal(t, "hello from T1\n", readFile(t, filepath.Join(dir, "hello.txt")))
+
+	// The task completed once, on the attempt that behaved.
+	want := "1"
+	if len(tc.failNaming) > 0 {
+		want = "2"
+		for _, s := range tc.failNaming {
+			require.Contains(t, stdout, s, "attempt 1's error names what the worker did")
+		}
+	}
+	require.Equal(t, []string{want}, trailers(t, dir)["T1"], "stdout:\n%s", stdout)
+	code, out, errOut := taskloom(t, append([]string{"status", id, "--json", "--repo", dir}, storeArgs(t, kind)[0:0]...)...)
+	if kind == "sqlite" {
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, `"completed": 1`)
+	}
+
+	// No secret reached the output, the store, the commits or the worker.
+	var everything strings.Builder
+	everything.WriteString(stdout + stderr + out + errOut)
+	everything.WriteString(git(t, dir, "log", "-p", "--all"))
+	everything.WriteString(dumpStore(t, kind, dir, args))
+	for _, f := range []string{"env.txt", "environ.txt"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+			everything.Write(b)
+		}
+	}
+	for name, v := range hostileSecrets {
+		require.NotContains(t, everything.String(), v, "the value of %s leaked", name)
+	}
+}
+
+// dumpStore returns every byte the run's store holds.
+func dumpStore(t *testing.T, kind, dir string, runArgs []string) string {
+	t.Helper()
+	if kind == "sqlite" {
+		var b strings.Builder
+		files, _ := filepath.Glob(filepath.Join(dir, ".taskloom", "taskloom.db*"))
+		require.NotEmpty(t, files)
+		for _, f := range files {
+			b.WriteString(readFile(t, f))
+		}
+		return b.String()
+	}
+	url := runArgs[len(runArgs)-1]
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var tables []string
+	rows, err := conn.Query(ctx, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()")
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		tables = append(tables, name)
+	}
+	require.NoError(t, rows.Err())
+	require.Contains(t, tables, "checkpoints")
+	var b strings.Builder
+	for _, table := range tables {
+		rows, err := conn.Query(ctx, "SELECT * FROM "+pgx.Identifier{table}.Sanitize())
+		require.NoError(t, err)
+		for rows.Next() {
+			vals, err := rows.Values()
+			require.NoError(t, err)
+			for _, v := range vals {
+				if raw, ok := v.([]byte); ok {
+					b.Write(raw)
+				} else {
+					fmt.Fprint(&b, v)
+				}
+			}
+		}
+		require.NoError(t, rows.Err())
+	}
+	return b.String()
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// skipOrFail skips a test that needs what this machine lacks, with one
+// line saying so; in CI it fails instead.
+func skipOrFail(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why)
+	}
+	t.Skip(why)
+}
+
+// TestE2EHostileAgent: the built-in agent's execute_command runs hostile
+// commands (dump the environment, read other processes' environments,
+// move main, write outside the worktree). Nothing secret reaches the
+// histories, the exports, the store or the output, and main stays the
+// user's.
+func TestE2EHostileAgent(t *testing.T) {
+	if proc.Probe().Landlock == 0 {
+		skipOrFail(t, "the sandbox needs Linux with Landlock: "+proc.Probe().String())
+	}
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			for k, v := range hostileSecrets {
+				t.Setenv(k, v)
+			}
+			// A credentials file the worker can read: what it prints of it
+			// must be redacted.
+			home := t.TempDir()
+			t.Setenv("HOME", home)
+			require.NoError(t, os.WriteFile(filepath.Join(home, ".aws-credentials"),
+				[]byte("aws_secret_access_key = "+hostileSecrets["AWS_SECRET_ACCESS_KEY"]+"\n"), 0o600))
+			dir := t.TempDir()
+			cmd := func(c string) llm.ScriptedToolCall {
+				args, _ := json.Marshal(map[string]string{"command": c})
+				return llm.ScriptedToolCall{Name: "execute_command", Arguments: args}
+			}
+			file := func(path, content string) llm.ScriptedToolCall {
+				args, _ := json.Marshal(map[string]string{"path": path, "content": content})
+				return llm.ScriptedToolCall{Name: "write_to_file", Arguments: args}
+			}
+			done := llm.ScriptedToolCall{Name: "attempt_completion", Arguments: json.RawMessage(`{"result": "done"}`)}
+			script := llm.Script{Conversations: []llm.Conversation{
+				{Match: `Task: T1 [\s\S]*Attempt: 1 of`, Replies: []llm.Reply{
+					{ToolCalls: []llm.ScriptedToolCall{cmd("printenv; cat /proc/[0-9]*/environ | tr '\\0' '\\n'; cat \"$HOME/.aws-credentials\"")}},
+					{ToolCalls: []llm.ScriptedToolCall{cmd("git update-ref refs/heads/main HEAD~1; echo x > ../../../pwned.txt; echo done")}},
+					{ToolCalls: []llm.ScriptedToolCall{file("hello.txt", "hello\n")}},
+					{ToolCalls: []llm.ScriptedToolCall{done}},
+				}},
+				{Match: `Task: T1 [\s\S]*Attempt: 2 of`, Replies: []llm.Reply{
+					{ToolCalls: []llm.ScriptedToolCall{file("hello.txt", "hello\n")}},
+					{ToolCalls: []llm.ScriptedToolCall{done}},
+				}},
+			}}
+			data, err := json.Marshal(script)
+			require.NoError(t, err)
+			session := filepath.Join(t.TempDir(), "session.json")
+			require.NoError(t, os.WriteFile(session, data, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 2,
+"verify": {"command": ["sh", "-c", "printenv; test -f hello.txt"]}, "build_verification": {"command": ["true"]}}`), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Say hello\n- acceptance_criteria:\n  - hello.txt exists\n- files_to_create: hello.txt\n"), 0o644))
+			git(t, dir, "init", "-q", "-b", "main")
+			git(t, dir, "add", "-A")
+			git(t, dir, "commit", "-q", "-m", "p")
+			git(t, dir, "commit", "-q", "--allow-empty", "-m", "the user's commit")
+			userHead := strings.TrimSpace(git(t, dir, "rev-parse", "main"))
+
+			args := append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--model", "scripted:" + session}, storeArgs(t, kind)...)
+			code, stdout, stderr := taskloom(t, args...)
+			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.Contains(t, stdout, "refs/heads/main was moved")
+			require.Equal(t, []string{"2"}, trailers(t, dir)["T1"])
+			require.Equal(t, "0\n", git(t, dir, "rev-list", "--count", "main.."+userHead))
+			require.NoFileExists(t, filepath.Join(dir, "pwned.txt"))
+
+			id := runID(t, stdout)
+			export := t.TempDir()
+			hargs := append([]string{"history", id, "--task", "T1", "--attempt", "1", "--export", export, "--repo", dir}, storeArgs(t, kind)[0:0]...)
+			if kind == "postgres" {
+				hargs = append(hargs, args[len(args)-2:]...)
+			}
+			code, hout, herr := taskloom(t, hargs...)
+			require.Equal(t, 0, code, herr)
+			var everything strings.Builder
+			everything.WriteString(stdout + stderr + hout + herr)
+			require.NoError(t, filepath.WalkDir(export, func(p string, d os.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					everything.WriteString(readFile(t, p))
+				}
+				return err
+			}))
+			require.Contains(t, everything.String(), "[REDACTED]", "the echoed secret was redacted, not dropped silently")
+			everything.WriteString(git(t, dir, "log", "-p", "--all"))
+			everything.WriteString(dumpStore(t, kind, dir, args))
+			for name, v := range hostileSecrets {
+				require.NotContains(t, everything.String(), v, "the value of %s leaked", name)
+			}
+		})
+	}
+}
