@@ -68,6 +68,19 @@
 // finished attempts in the caller's task order, whatever order they
 // finished in.
 //
+// # The user's branch
+//
+// Main is the user's: taskloom never redoes or undoes what the user did to
+// it. Commit folds only the commits made on top of the attempt's base (the
+// main commit it started from, kept in the branch's reflog), so commits the
+// user dropped from main since never ride along. Integrate refuses with a
+// *ResetError, main unchanged, when main no longer contains that base;
+// CheckHead does the same for any head a caller recorded, and
+// IntegratedAttempts lists which of a run's attempts main still carries.
+// LockBranch makes one run the live run of a branch, with an flock on
+// taskloom-live-BRANCH.lock in the git directory, which the kernel drops
+// when its holder dies.
+//
 // # Hygiene
 //
 // Remove deletes a worktree and its branch; an attempt commit that never
