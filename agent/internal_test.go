@@ -101,6 +101,20 @@ func TestCommandPolicy(t *testing.T) {
 		{"echo $((1+2))", true},
 		{"echo $(( $(id) ))", false},
 		{"", false},
+		// The same command, however it is spelled.
+		{"/usr/bin/git push origin main", false},
+		{"env GIT_DIR=x git push", false},
+		{"env -u HOME /usr/bin/env git push", false},
+		{"sh -c 'git push origin main'", false},
+		{"bash -c \"echo hi; sh -c 'git push'\"", false},
+		{"git -C . push --receive-pack='git receive-pack' ../.. HEAD:main", false},
+		{"git -c core.x=y --no-pager push", false},
+		{"command git push", false},
+		{"(cd sub && git push)", false},
+		{"if true; then git push; fi", false},
+		{"$GIT push", false},
+		{"ls 'rm -rf /'", true},
+		{"ls \"$HOME\"", true},
 	}
 	for _, tc := range cases {
 		err := p.Check(tc.cmd)
