@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/worktree"
 )
@@ -101,6 +102,7 @@ func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) erro
 	metaJSON, _ := json.Marshal(meta)
 	pr := newProgress(w, o.JSON, runID)
 	pr.start(product, s.repo, p.Repo.MainBranch(), meta)
+	warnSandbox(cmd.ErrOrStderr())
 	res, err := s.runner(p).Start(ctx, nodes.Run{ID: runID, ProductPath: product, Repo: s.repo, Meta: metaJSON}, &graph.RunOpts{EventFunc: pr.event})
 	return pr.finish(res, err)
 }
@@ -202,6 +204,7 @@ func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID string
 	defer unlock()
 	pr := newProgress(w, how.JSON, run.ID)
 	pr.resume(p.Repo.MainBranch())
+	warnSandbox(cmd.ErrOrStderr())
 	runner := s.runner(p)
 	if how.AcceptHead {
 		acc, err := runner.AcceptHead(ctx, run.ID)
@@ -256,4 +259,12 @@ func busyMessage(runID string, err error) error {
 		return fmt.Errorf("run %s is being driven by another process (%s); wait for it to finish or stop it", runID, busy.Holder)
 	}
 	return err
+}
+
+// warnSandbox says on stderr, right after the run ID, what of the sandbox
+// this machine cannot enforce.
+func warnSandbox(w io.Writer) {
+	if st := proc.Probe(); !st.Complete() {
+		fmt.Fprintf(w, "taskloom: warning: %s\n", st)
+	}
 }
