@@ -39,6 +39,10 @@ type killCase struct {
 	Crashes []string
 	// Postgres runs the case on PostgreSQL as well as on SQLite.
 	Postgres bool
+	// Damage, when set, is done to the repo after the first crash:
+	// "worktrees" deletes every attempt's worktree folder, "dotgit" the
+	// .git link of each.
+	Damage string
 }
 
 // killCases are the crash points. The textkit run goes: breakdown; batch
@@ -56,6 +60,12 @@ var killCases = []killCase{
 	{Name: "build_before", Crashes: []string{"build:before"}},
 	// Killed again while resuming: the resume itself must be resumable.
 	{Name: "integrate_before_2_then_integrate_after", Crashes: []string{"integrate:before#2", "integrate:after"}},
+	// The worktrees of the interrupted batch are deleted before the
+	// resume: it recreates them (before the worker), or fails those
+	// attempts and retries them (after the commit).
+	{Name: "implement_before_worker_worktrees_deleted", Crashes: []string{"implement:before_worker"}, Damage: "worktrees", Postgres: true},
+	{Name: "implement_after_commit_worktrees_deleted", Crashes: []string{"implement:after_commit"}, Damage: "worktrees"},
+	{Name: "implement_before_worker_dotgit_deleted", Crashes: []string{"implement:before_worker"}, Damage: "dotgit"},
 }
 
 // killTasks are the textkit plan's tasks after the auto-split.
@@ -82,6 +92,7 @@ func TestKillResume(t *testing.T) {
 						db = checkpointtest.NewPostgresSchema(t)
 					}
 					dir, runID := killCrashDemo(t, bin, db, c.Crashes[0])
+					killDamage(t, dir, c.Damage)
 					for _, point := range c.Crashes[1:] {
 						res := killExec(t, bin, dir, point, killResumeArgs(runID, dir, db)...)
 						require.True(t, res.Killed, "resume under TASKLOOM_CRASH_AT=%s was not killed: %s", point, res)
@@ -427,4 +438,26 @@ func killBuild(t *testing.T) string {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
+}
+
+// killDamage does a killCase's Damage to the repo in dir.
+func killDamage(t *testing.T, dir, damage string) {
+	t.Helper()
+	if damage == "" {
+		return
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, ".taskloom", "worktrees"))
+	require.NoError(t, err)
+	require.NotEmpty(t, entries, "no worktree to damage")
+	for _, e := range entries {
+		path := filepath.Join(dir, ".taskloom", "worktrees", e.Name())
+		switch damage {
+		case "worktrees":
+			require.NoError(t, os.RemoveAll(path))
+		case "dotgit":
+			require.NoError(t, os.Remove(filepath.Join(path, ".git")))
+		default:
+			t.Fatalf("unknown damage %q", damage)
+		}
+	}
 }
