@@ -69,7 +69,7 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 	if acc.Head, err = repo.Head(ctx); err != nil {
 		return acc, fmt.Errorf("accept the head of run %s: %w", runID, err)
 	}
-	present, err := repo.IntegratedAttempts(ctx, runID)
+	present, err := repo.IntegratedAttempts(ctx)
 	if err != nil {
 		return acc, fmt.Errorf("accept the head of run %s: %w", runID, err)
 	}
@@ -77,7 +77,7 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 	now := r.Pipeline.now()
 	for _, key := range st.Integrated.Items() {
 		rec, ok := st.Attempts.Get(key)
-		if !ok || rec.Integrated == "" || present[key] {
+		if !ok || rec.Integrated == "" || present[trailerOf(runID, key, rec)] {
 			continue
 		}
 		rec.Error = fmt.Sprintf("its commit %s is gone from %s (reset or rewritten); the task is redone", short(rec.Integrated), st.Branch.Get())
@@ -130,4 +130,14 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 		return acc, fmt.Errorf("accept the head of run %s: %w", runID, err)
 	}
 	return acc, nil
+}
+
+// trailerOf returns the trailer value of an attempt, "RUN/TASK/N". Its
+// branch names it: a forked run's attempts from before the fork carry the
+// original run's ID.
+func trailerOf(runID, key string, rec Attempt) string {
+	if id, ok := worktree.AttemptOfBranch(rec.Branch); ok {
+		return id
+	}
+	return runID + "/" + key
 }

@@ -79,22 +79,29 @@ func (m *Manager) checkContains(ctx context.Context, run, recorded, head string)
 	}
 }
 
-// IntegratedAttempts returns the attempts of run whose trailer
+// IntegratedAttempts returns the attempts whose trailer
 // ("Taskloom-Task: RUN/TASK/N") is in the target branch's history, as
-// "TASK/N".
-func (m *Manager) IntegratedAttempts(ctx context.Context, run string) (map[string]bool, error) {
-	out, err := m.git(ctx, m.root, "log", "--fixed-strings", "--grep="+TrailerKey+": "+run+"/",
+// "RUN/TASK/N". Trailers survive a rebase or a cherry-pick, so an attempt
+// whose commit was rewritten still counts.
+func (m *Manager) IntegratedAttempts(ctx context.Context) (map[string]bool, error) {
+	out, err := m.git(ctx, m.root, "log", "--fixed-strings", "--grep="+TrailerKey+": ",
 		"--format=%(trailers:key="+TrailerKey+",valueonly,separator=%x00)", m.mainRef, "--")
 	if err != nil {
-		return nil, fmt.Errorf("list the attempts of run %s on %s: %w", run, m.mainBranch, err)
+		return nil, fmt.Errorf("list the attempts on %s: %w", m.mainBranch, err)
 	}
 	found := make(map[string]bool)
 	for line := range strings.SplitSeq(out, "\n") {
 		for v := range strings.SplitSeq(line, "\x00") {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(v), run+"/"); ok {
-				found[rest] = true
+			if v = strings.TrimSpace(v); v != "" {
+				found[v] = true
 			}
 		}
 	}
 	return found, nil
+}
+
+// AttemptOfBranch returns the "RUN/TASK/N" an attempt branch
+// (taskloom/RUN/TASK/N) names: its trailer value.
+func AttemptOfBranch(branch string) (string, bool) {
+	return strings.CutPrefix(branch, branchPrefix)
 }

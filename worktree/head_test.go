@@ -74,9 +74,9 @@ func TestCheckHeadAndIntegratedAttempts(t *testing.T) {
 
 	require.NoError(t, m.CheckHead(ctx, "r1", start))
 	require.NoError(t, m.CheckHead(ctx, "r1", res.Commit))
-	got, err := m.IntegratedAttempts(ctx, "r1")
+	got, err := m.IntegratedAttempts(ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]bool{"T1/1": true}, got)
+	require.Equal(t, map[string]bool{"r1/T1/1": true}, got)
 
 	gitT(t, repo, "reset", "-q", "--hard", start)
 	err = m.CheckHead(ctx, "r1", res.Commit)
@@ -84,7 +84,7 @@ func TestCheckHeadAndIntegratedAttempts(t *testing.T) {
 	require.ErrorAs(t, err, &re)
 	require.Equal(t, res.Commit, re.Recorded)
 	require.Equal(t, start, re.Now)
-	got, err = m.IntegratedAttempts(ctx, "r1")
+	got, err = m.IntegratedAttempts(ctx)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
