@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/taskloom/taskloom/internal/proc"
 )
 
 // PostgresServer is a PostgreSQL server of a test's own, in a temporary
@@ -138,26 +140,30 @@ func (s *PostgresServer) stop(mode string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running {
-		_ = s.command("pg_ctl", "-D", s.data(), "-m", mode, "-w", "stop").Run()
+		_, _ = proc.Run(context.Background(), s.command("pg_ctl", "-D", s.data(), "-m", mode, "-w", "stop"))
 		s.running = false
 	}
 }
 
 func (s *PostgresServer) data() string { return filepath.Join(s.dir, "data") }
 
-func (s *PostgresServer) command(tool string, args ...string) *exec.Cmd {
+func (s *PostgresServer) command(tool string, args ...string) proc.Cmd {
 	path := filepath.Join(s.bin, tool)
 	if s.owner != nil {
-		return exec.Command("runuser", append([]string{"-u", s.owner.Username, "--", path}, args...)...)
+		return proc.Cmd{Args: append([]string{"runuser", "-u", s.owner.Username, "--", path}, args...)}
 	}
-	return exec.Command(path, args...)
+	return proc.Cmd{Args: append([]string{path}, args...)}
 }
 
 func (s *PostgresServer) run(tool string, args ...string) {
 	s.tb.Helper()
 	cmd := s.command(tool, args...)
 	cmd.Dir = s.dir
-	out, err := cmd.CombinedOutput()
+	res, err := proc.Run(context.Background(), cmd)
+	out := res.Output
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit status %d", res.ExitCode)
+	}
 	if err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
 		s.tb.Fatalf("%s %s: %v\n%s\nserver log:\n%s", tool, strings.Join(args, " "), err, out, log)
