@@ -81,6 +81,21 @@
 // taskloom-live-BRANCH.lock in the git directory, which the kernel drops
 // when its holder dies.
 //
+// # Guarding and confining a worker
+//
+// A worktree shares its refs, config and hooks with the user's repository,
+// so a worker could move main or plant a hook from inside it. Guard
+// snapshots every ref outside the run's attempt branches, the shared HEAD,
+// the config and the hooks before the worker runs; Restore puts back
+// whatever changed and returns a *TamperError naming each change, or
+// ErrBroken / ErrNotFound when the worktree lost its .git link or
+// vanished. Confine returns how commands in a worktree run under
+// internal/proc: the environment reduced to an allowlist with a private
+// TMPDIR, GIT_CEILING_DIRECTORIES so that git never falls through to the
+// user's repository, and a sandbox that may write only the worktree, its
+// git metadata (objects, refs and logs, which commits need), the TMPDIR
+// and the toolchains' caches.
+//
 // # Hygiene
 //
 // Remove deletes a worktree and its branch; an attempt commit that never
