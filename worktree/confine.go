@@ -29,10 +29,10 @@ type ConfineOpts struct {
 // Confine returns how commands run in dir, an attempt's worktree: with the
 // environment reduced to EnvAllow plus a private TMPDIR, with git pinned
 // to the worktree, and able to write only the worktree, its git metadata
-// (its own admin folder, and the repository's objects, refs and logs,
-// which commits need; the ref guard puts back what the commands moved),
-// the TMPDIR and the toolchains' caches. The repository's config, hooks,
-// main checkout and taskloom's store stay read-only.
+// (its own admin folder, the repository's objects, and the refs and logs
+// of its own task's attempt branches, which commits need), the TMPDIR and
+// the toolchains' caches. Every other ref, the repository's config and
+// hooks, the main checkout and taskloom's store stay read-only.
 func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
 	dir = filepath.Clean(dir)
 	gitDir, err := m.adminDir(dir)
@@ -54,8 +54,19 @@ func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
 		// user's repository, which contains it.
 		"GIT_CEILING_DIRECTORIES="+filepath.Dir(dir),
 	)
-	writable := []string{dir, gitDir, tmp,
-		filepath.Join(m.commonDir, "objects"), filepath.Join(m.commonDir, "refs"), filepath.Join(m.commonDir, "logs")}
+	writable := []string{dir, gitDir, tmp, filepath.Join(m.commonDir, "objects")}
+	// Of the refs, only the folder of the attempt's own task branches is
+	// writable: a worker commits there, and can move nothing else.
+	if b, ok := m.branches.Load(dir); ok {
+		refDir := filepath.Dir(filepath.FromSlash("refs/heads/" + b.(string)))
+		for _, d := range []string{refDir, filepath.Join("logs", refDir)} {
+			d = filepath.Join(m.commonDir, d)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return proc.Confinement{}, fmt.Errorf("confine %s: %w", dir, err)
+			}
+			writable = append(writable, d)
+		}
+	}
 	writable = append(writable, proc.CacheDirs(env)...)
 	return proc.Confinement{
 		Env:      env,

@@ -132,6 +132,16 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 	if err != nil {
 		return fmt.Errorf("check refs of %s: %w", g.w.ID(), err)
 	}
+	if m.confinedRefs {
+		// The worker could not have moved these: the user did. Leave
+		// them; a reset target branch is the run's head check's to
+		// report.
+		if moved := refChanges(g.refs, now); len(moved) > 0 {
+			m.logger.InfoContext(ctx, "refs changed during the attempt, not by its worker; left as they are",
+				slog.String("attempt", g.w.ID()), slog.Any("changed", moved))
+		}
+		now = g.refs
+	}
 	var stdin strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(g.refs)) {
 		old := g.refs[name]
@@ -191,6 +201,23 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 		return err
 	}
 	return nil
+}
+
+// refChanges names the refs that differ between two snapshots.
+func refChanges(before, after map[string]string) []string {
+	var out []string
+	for name, sha := range before {
+		if after[name] != sha {
+			out = append(out, name)
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func restoreFile(path string, st fileState) error {

@@ -68,6 +68,12 @@ type Opts struct {
 	AuthorEmail string
 	// Logger receives what the manager does; nil discards it.
 	Logger *slog.Logger
+	// ConfinedRefs says that the attempts' commands run confined as
+	// Confine says, by a sandbox that enforces it (Landlock): they cannot
+	// move a ref outside their own task's branches. A ref that changes
+	// during an attempt was then moved by someone else (the user), and
+	// Restore leaves it as it is rather than undo the user's change.
+	ConfinedRefs bool
 }
 
 // Manager creates, commits, integrates and removes the worktrees of task
@@ -85,6 +91,9 @@ type Manager struct {
 
 	adminMu sync.Mutex // serializes worktree add, remove and prune
 
+	branches     sync.Map // attempt worktree path -> its branch
+	confinedRefs bool
+
 	integrateMu sync.Mutex // serializes Integrate; guards the fields below
 	integrated  map[string]string
 	scanned     string // main's head up to which integrated is complete
@@ -99,9 +108,10 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 		opts = &Opts{}
 	}
 	m := &Manager{
-		include:    opts.Include,
-		logger:     opts.Logger,
-		integrated: make(map[string]string),
+		include:      opts.Include,
+		confinedRefs: opts.ConfinedRefs,
+		logger:       opts.Logger,
+		integrated:   make(map[string]string),
 	}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)

@@ -61,6 +61,9 @@ func (m *Manager) worktree(run, taskID string, attempt int) (*Worktree, error) {
 	w := &Worktree{Run: run, TaskID: taskID, Attempt: attempt}
 	w.Path = filepath.Join(m.dir, w.Name())
 	w.Branch = branchPrefix + w.ID()
+	// Confine learns from this which branch a worktree's commands may
+	// move; a worktree's own HEAD, which its worker controls, never says.
+	m.branches.Store(w.Path, w.Branch)
 	return w, nil
 }
 

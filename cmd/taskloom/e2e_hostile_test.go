@@ -33,29 +33,39 @@ type hostileCase struct {
 	// first is what the worker does on attempt 1, in sh, in its worktree.
 	first string
 	// failNaming: attempt 1 must fail with an error containing each of
-	// these; empty means attempt 1 passes (what it tried was refused by
-	// the sandbox and nothing else was wrong).
+	// these; empty means attempt 1 passes (what it tried was refused and
+	// nothing else was wrong).
 	failNaming []string
+	// refs: the case moves refs. The sandbox refuses that outright, so
+	// attempt 1 passes; without Landlock ("guard" mode) the ref guard puts
+	// the refs back and attempt 1 fails naming refNaming.
+	refs      bool
+	refNaming []string
+	// sandboxOnly: only the sandbox can stop what the case does (writes
+	// outside the worktree, reading other processes), so it is not run
+	// without Landlock.
+	sandboxOnly bool
 }
 
 var hostileCases = []hostileCase{
 	{name: "env git update-ref main", first: `env git update-ref refs/heads/main HEAD~1`,
-		failNaming: []string{"refs/heads/main was moved"}},
+		refs: true, refNaming: []string{"refs/heads/main was moved"}},
 	{name: "absolute git path moves a branch", first: `"$(command -v git)" branch -f feature HEAD~1`,
-		failNaming: []string{"refs/heads/feature was moved"}},
+		refs: true, refNaming: []string{"refs/heads/feature was moved"}},
 	{name: "sh -c git tag and config", first: `sh -c 'git tag -f v1 HEAD~1; git config core.hooksPath /tmp/evil-hooks || true'`,
-		failNaming: []string{"refs/tags/v1 was moved"}},
-	{name: "push into the user's repo", first: `git -C . push -q --force --receive-pack='git -c receive.denyCurrentBranch=ignore receive-pack' "$(git rev-parse --git-common-dir)/.." HEAD~1:main`},
+		refs: true, refNaming: []string{"refs/tags/v1 was moved", "the repository's config was changed"}},
+	{name: "push into the user's repo", first: `git -C . push -q --force --receive-pack='git -c receive.denyCurrentBranch=ignore receive-pack' "$(git rev-parse --git-common-dir)/.." HEAD~1:main`,
+		refs: true, refNaming: []string{"refs/heads/main was moved"}},
 	{name: "rm -rf .git", first: `rm -rf .git; echo mine > hello.txt; git add -A; git commit -qm sneaky || true`,
 		failNaming: []string{"broke its worktree"}},
 	{name: "rm -rf its worktree", first: `d="$PWD"; cd /; rm -rf "$d"`,
 		failNaming: []string{"broke its worktree"}},
 	{name: "writes outside", first: `echo pwned > ../../../pwned.txt; echo pwned > ../../../README.md; echo pwned > "$HOME/pwned.txt";
-echo pwned > ../../taskloom.db; rm -f ../../taskloom.db; echo pwned > /tmp/taskloom-hostile-pwned-$$ ; true`},
+echo pwned > ../../taskloom.db; rm -f ../../taskloom.db; echo pwned > /tmp/taskloom-hostile-pwned-$$ ; true`, sandboxOnly: true},
 	// The command worker keeps its provider key, so printenv shows it:
 	// the attempt's changes are then never committed.
 	{name: "printenv", first: `printenv > env.txt; cat /proc/*/environ > environ.txt 2>/dev/null; true`,
-		failNaming: []string{"contain the value of ANTHROPIC_API_KEY"}},
+		failNaming: []string{"contain the value of ANTHROPIC_API_KEY"}, sandboxOnly: true},
 }
 
 func TestE2EHostileWorkers(t *testing.T) {
@@ -67,12 +77,26 @@ func TestE2EHostileWorkers(t *testing.T) {
 			if kind == "postgres" && i%2 == 1 {
 				continue // half the cases again on PostgreSQL keeps the suite quick
 			}
-			t.Run(kind+"/"+tc.name, func(t *testing.T) { testHostileWorker(t, kind, tc) })
+			t.Run("sandbox/"+kind+"/"+tc.name, func(t *testing.T) { testHostileWorker(t, kind, tc, false) })
+		}
+	}
+	// Without Landlock, the ref guard alone stands between the worker and
+	// the user's refs.
+	for _, tc := range hostileCases {
+		if !tc.sandboxOnly {
+			t.Run("guard/sqlite/"+tc.name, func(t *testing.T) { testHostileWorker(t, "sqlite", tc, true) })
 		}
 	}
 }
 
-func testHostileWorker(t *testing.T, kind string, tc hostileCase) {
+func testHostileWorker(t *testing.T, kind string, tc hostileCase, guardOnly bool) {
+	if guardOnly {
+		t.Setenv("TASKLOOM_SANDBOX_DISABLE", "landlock")
+	}
+	failNaming := tc.failNaming
+	if tc.refs && guardOnly {
+		failNaming = tc.refNaming
+	}
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	for k, v := range hostileSecrets {
@@ -134,9 +158,9 @@ echo '{"type":"result","result":"done"}'
 
 	// The task completed once, on the attempt that behaved.
 	want := "1"
-	if len(tc.failNaming) > 0 {
+	if len(failNaming) > 0 {
 		want = "2"
-		for _, s := range tc.failNaming {
+		for _, s := range failNaming {
 			require.Contains(t, stdout, s, "attempt 1's error names what the worker did")
 		}
 	}
@@ -285,14 +309,14 @@ func TestE2EHostileAgent(t *testing.T) {
 			args := append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--model", "scripted:" + session}, storeArgs(t, kind)...)
 			code, stdout, stderr := taskloom(t, args...)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-			require.Contains(t, stdout, "refs/heads/main was moved")
-			require.Equal(t, []string{"2"}, trailers(t, dir)["T1"])
+			// The sandbox refused to move main; nothing else was wrong.
+			require.Equal(t, []string{"1"}, trailers(t, dir)["T1"], "stdout:\n%s", stdout)
 			require.Equal(t, "0\n", git(t, dir, "rev-list", "--count", "main.."+userHead))
 			require.NoFileExists(t, filepath.Join(dir, "pwned.txt"))
 
 			id := runID(t, stdout)
 			export := t.TempDir()
-			hargs := append([]string{"history", id, "--task", "T1", "--attempt", "1", "--export", export, "--repo", dir}, storeArgs(t, kind)[0:0]...)
+			hargs := append([]string{"history", id, "--task", "T1", "--export", export, "--repo", dir}, storeArgs(t, kind)[0:0]...)
 			if kind == "postgres" {
 				hargs = append(hargs, args[len(args)-2:]...)
 			}

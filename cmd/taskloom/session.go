@@ -150,7 +150,10 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 	cfg := s.cfg
 	// A resumed run integrates into the branch it started on, whatever is
 	// checked out now.
-	repo, err := worktree.Open(ctx, s.repo, &worktree.Opts{Include: cfg.Worktree.Include, MainBranch: meta.TargetBranch, Logger: s.logger})
+	repo, err := worktree.Open(ctx, s.repo, &worktree.Opts{Include: cfg.Worktree.Include, MainBranch: meta.TargetBranch, Logger: s.logger,
+		// The workers run confined (below); where Landlock enforces it they
+		// cannot move refs, so the guard leaves the user's ref changes be.
+		ConfinedRefs: proc.Probe().Landlock > 0})
 	if err != nil {
 		return nil, err
 	}

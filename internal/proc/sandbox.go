@@ -61,6 +61,26 @@ func (s Status) String() string {
 	return out
 }
 
+// disableEnv names the variable that turns sandbox features off.
+const disableEnv = "TASKLOOM_SANDBOX_DISABLE"
+
+// disable turns off the features that list names.
+func disable(st Status, list string) Status {
+	for _, f := range strings.Split(list, ",") {
+		switch strings.TrimSpace(f) {
+		case "landlock":
+			st.Landlock = 0
+			st.Missing = append(st.Missing, "Landlock turned off by "+disableEnv)
+		case "namespaces":
+			st.Processes, st.Network = false, false
+			st.Missing = append(st.Missing, "namespaces turned off by "+disableEnv)
+		case "all":
+			st = Status{Missing: []string{"the sandbox turned off by " + disableEnv}}
+		}
+	}
+	return st
+}
+
 // CacheDirs returns the toolchain caches a sandboxed command may write to,
 // as env (the command's environment) locates them: Go's build and module
 // caches, npm's cache and pip's cache. Only existing ones are returned.
