@@ -167,3 +167,38 @@ func refs(t *testing.T, repo string) map[string]string {
 	}
 	return m
 }
+
+// TestConfinedRefs: in the sandbox a worker can commit on its own branch
+// but move no other ref; a ref that moves during the attempt is then the
+// user's doing, and Restore leaves it alone.
+func TestConfinedRefs(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" || proc.Probe().Landlock == 0 {
+		t.Skip("refs are confined only on Linux with Landlock")
+	}
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+	gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "the user's second commit")
+	m := open(t, repo, &worktree.Opts{ConfinedRefs: true})
+	w, err := m.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	g, err := m.Guard(ctx, w)
+	require.NoError(t, err)
+	cf, err := m.Confine(w.Path, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: gitEnv()})
+	require.NoError(t, err)
+	res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Dir: w.Path, Args: []string{"sh", "-c",
+		`echo b > b.txt && git add b.txt && git -c user.name=w -c user.email=w@x commit -q -m work && echo committed;
+git update-ref refs/heads/main HEAD~1 2>&1; git tag evil 2>&1; echo end`}}))
+	require.NoError(t, err)
+	require.Contains(t, res.Stdout, "committed")
+	require.Contains(t, res.Stdout, "end")
+	main := gitT(t, repo, "rev-parse", "main")
+	require.Equal(t, gitT(t, repo, "rev-parse", w.Branch+"~1"), main, "main did not move")
+	require.Empty(t, gitT(t, repo, "tag", "--list", "evil"))
+
+	// Meanwhile the user resets main: not the worker's doing, not undone.
+	gitT(t, repo, "reset", "-q", "--hard", "HEAD~1")
+	require.NoError(t, m.Restore(ctx, g))
+	require.Equal(t, gitT(t, repo, "rev-parse", "HEAD"), gitT(t, repo, "rev-parse", "main"))
+	require.NotEqual(t, main, gitT(t, repo, "rev-parse", "main"))
+}
