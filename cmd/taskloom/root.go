@@ -62,6 +62,7 @@ var commands = []func(*app) *cobra.Command{
 	newStatusCmd,
 	newRunsCmd,
 	newHistoryCmd,
+	newDoctorCmd,
 }
 
 func newRootCmd(a *app) *cobra.Command {

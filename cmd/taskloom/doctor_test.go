@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDoctor(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "commit", "-q", "--allow-empty", "-m", "first")
+
+	// The default model needs its key: a run cannot start.
+	code, out, errOut := taskloom(t, "doctor", "--repo", dir)
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "FAIL model")
+	require.Contains(t, out, "ANTHROPIC_API_KEY")
+	require.Contains(t, out, "ok   branch   main")
+	require.Contains(t, errOut, "check(s) failed")
+	require.NoDirExists(t, filepath.Join(dir, ".taskloom"), "doctor only reads")
+
+	// With a scripted model it can, and it says what the sandbox enforces.
+	session := filepath.Join(t.TempDir(), "s.json")
+	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": []}`), 0o644))
+	code, out, errOut = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
+	require.Equal(t, exitOK, code, out+errOut)
+	require.Contains(t, out, "sandbox")
+	require.Contains(t, out, "a run can start")
+
+	// A machine without Landlock is a warning, not a failure.
+	t.Setenv("TASKLOOM_SANDBOX_DISABLE", "landlock")
+	code, out, _ = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
+	require.Equal(t, exitOK, code, out)
+	require.Contains(t, out, "warn sandbox")
+	require.Contains(t, out, "NOT enforced: writes confined to the worktree")
+
+	// Outside a git repo it says so in one line, and fails.
+	code, out, _ = taskloom(t, "doctor", "--repo", t.TempDir(), "--model", "scripted:"+session)
+	require.Equal(t, exitError, code)
+	require.Contains(t, out, "is not inside a git repository")
+}
