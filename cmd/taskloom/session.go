@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 	"github.com/tmc/langchaingo/llms"
 
@@ -94,12 +95,22 @@ func newSession(ctx context.Context, cmd *cobra.Command, repoDir, configFile str
 			return nil, err
 		}
 	}
-	if s.saver, err = checkpoint.Open(ctx, s.dbURL, &checkpoint.OpenOpts{Retry: storeRetry(cfg, cmd.ErrOrStderr())}); err != nil {
+	// A read-only command never creates tables in a database that has
+	// none: it says that there are no runs there.
+	pgReadOnly := readOnly && strings.HasPrefix(s.dbURL, "postgres")
+	if s.saver, err = checkpoint.Open(ctx, s.dbURL, &checkpoint.OpenOpts{Retry: storeRetry(cfg, cmd.ErrOrStderr()), SkipMigrate: pgReadOnly}); err != nil {
 		return nil, err
 	}
 	if s.store, err = nodes.NewStore(s.saver); err != nil {
 		_ = s.saver.Close()
 		return nil, err
+	}
+	if pgReadOnly {
+		var pgErr *pgconn.PgError
+		if _, err := s.store.Runs(ctx); errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+			_ = s.Close()
+			return nil, fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md --db URL", errNoStore, config.RedactURL(s.dbURL))
+		}
 	}
 	return s, nil
 }
