@@ -83,7 +83,8 @@ func disable(st Status, list string) Status {
 
 // CacheDirs returns the toolchain caches a sandboxed command may write to,
 // as env (the command's environment) locates them: Go's build and module
-// caches, npm's cache and pip's cache. Only existing ones are returned.
+// caches, npm's cache and pip's cache. Only existing ones are returned;
+// Go's and npm's are made first when those tools are on the PATH.
 func CacheDirs(env []string) []string {
 	get := func(name string) string {
 		v := ""
@@ -103,10 +104,16 @@ func CacheDirs(env []string) []string {
 		cache = filepath.Join(home, ".cache")
 	}
 	var dirs []string
+	// A toolchain makes its cache on first use, which the sandbox would
+	// refuse: the caches of the toolchains on the PATH are made now.
+	var create []string
 	if v := get("GOCACHE"); v != "" && v != "off" {
 		dirs = append(dirs, v)
 	} else if cache != "" {
 		dirs = append(dirs, filepath.Join(cache, "go-build"))
+	}
+	if _, err := lookPath("go", env); err == nil {
+		create = append(create, dirs...)
 	}
 	if v := get("GOMODCACHE"); v != "" {
 		dirs = append(dirs, v)
@@ -117,9 +124,15 @@ func CacheDirs(env []string) []string {
 	}
 	if home != "" {
 		dirs = append(dirs, filepath.Join(home, ".npm"))
+		if _, err := lookPath("npm", env); err == nil {
+			create = append(create, filepath.Join(home, ".npm"))
+		}
 	}
 	if cache != "" {
 		dirs = append(dirs, filepath.Join(cache, "pip"))
+	}
+	for _, d := range create {
+		_ = os.MkdirAll(d, 0o755)
 	}
 	var out []string
 	for _, d := range dirs {
