@@ -15,6 +15,7 @@ import (
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/verify"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -82,11 +83,11 @@ func benchPipeline(b *testing.B, store string, workers int) {
 		}
 		runID := fmt.Sprintf("bench-%d", i)
 		p := &nodes.Pipeline{
-			RunID:        runID,
-			PlanFunc:     func(context.Context) (*planner.Plan, error) { return planner.Build(benchPlan(), nil) },
-			Repo:         repo,
-			Worker:       worker,
-			Verify:       nodes.VerifyOpts{Command: []string{"true"}, Timeout: time.Minute},
+			RunID:         runID,
+			PlanFunc:      func(context.Context) (*planner.Plan, error) { return planner.Build(benchPlan(), nil) },
+			Repo:          repo,
+			Worker:        worker,
+			VerifyCommand: []string{"true"}, VerifyOpts: &verify.Opts{Timeout: time.Minute},
 			BuildCommand: []string{"true"},
 			Workers:      workers,
 			MaxAttempts:  1,

@@ -3,31 +3,45 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/verify"
 	"github.com/taskloom/taskloom/worktree"
 )
 
-// buildVerification runs the build and the tests on main once every task
-// is done. When main is broken, it looks for the culprit: walking the
-// integrated attempts from the newest, it builds the commit before each;
-// the first attempt whose parent passes broke main. That attempt is
-// reverted on main (a revert commit, integrated like any attempt) and its
-// task fails with the build's error, so it is retried or escalated.
+// buildVerification runs the build and the tests once on the target
+// branch's head: after each batch that integrated something (the merge
+// queue), and when every task is done. A head that passed before is not
+// built again. When the head fails, it bisects over the queue's attempts
+// (every attempt integrated, at the end of an older run) to find the one
+// whose integration broke the branch, in about log2(n) builds, and leaves
+// it in Culprits for revert_culprits. Each build is a line of the run's
+// log.
 func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error) {
 	var u State
 	if s.Outcome.Get() == OutcomeAborted {
 		return u, nil
 	}
 	p.cleanWorktrees(ctx)
+	final := finished(tasksOf(s)) && len(s.Escalations.Get()) == 0
+	head := s.Head.Get()
+	if len(s.Queue.Get()) > 0 {
+		u.Queue.Set(nil)
+	}
+	if head != "" && head == s.Verified.Get() {
+		if final {
+			u.Outcome.Set(OutcomeCompleted)
+			u.Log.Add(p.entry("", "build verification passed on main (its head %s passed before)", short(head)))
+		}
+		return u, nil
+	}
 	n := s.Builds.Get() + 1
 	u.Builds.Set(n)
-	run := s.RunID.Get()
-	buildID := "build"
-	wt, err := p.Repo.Create(ctx, run, buildID, n)
+	wt, err := p.createWorktree(ctx, s.RunID.Get(), "build", n)
 	if err != nil {
 		return u, fmt.Errorf("build verification: %w", err)
 	}
@@ -38,51 +52,33 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		return u, err
 	}
 	if failure == "" {
-		u.Outcome.Set(OutcomeCompleted)
-		u.Log.Add(p.entry("", "build verification passed on main"))
+		u.Verified.Set(head)
+		u.Log.Add(p.entry("", "build verification passed on main at %s", short(head)))
+		if final {
+			u.Outcome.Set(OutcomeCompleted)
+		}
 		return u, nil
 	}
-	u.Log.Add(p.entry("", "build verification failed on main: %s", firstLine(failure)))
-	culprit, err := p.findCulprit(ctx, s, wt)
+	u.Log.Add(p.entry("", "build verification failed on main at %s: %s", short(head), firstLine(failure)))
+	keys := s.Queue.Get()
+	if len(keys) == 0 {
+		keys = s.Integrated.Items()
+	}
+	b := &bisection{p: p, s: s, u: &u, wt: wt}
+	c, err := b.run(ctx, keys, failure)
 	if err != nil {
-		return u, err
-	}
-	if culprit == "" {
-		u.Outcome.Set(OutcomeFailed)
-		u.Log.Add(p.entry("", "main is broken and no integrated task explains it: %s", firstLine(failure)))
-		return u, nil
-	}
-	rec, _ := s.Attempts.Get(culprit)
-	// Revert the culprit on main, from a fresh worktree at main's head.
-	if _, err := gitOutput(ctx, wt.Path, "checkout", "-q", "-B", wt.Branch, p.Repo.MainBranch()); err != nil {
 		return u, fmt.Errorf("build verification: %w", err)
 	}
-	if _, err := gitOutput(ctx, wt.Path, "revert", "--no-commit", rec.Integrated); err != nil {
-		return u, fmt.Errorf("build verification: revert %s: %w", culprit, err)
-	}
-	if _, _, err := p.Repo.Commit(ctx, wt, fmt.Sprintf("Revert %s: it broke the build on main", rec.TaskID)); err != nil {
-		return u, fmt.Errorf("build verification: commit revert of %s: %w", culprit, err)
-	}
-	sha, conflicts, err := p.integrate(ctx, wt, s.Head.Get())
-	if err != nil {
-		return u, fmt.Errorf("build verification: integrate the revert of %s: %w", culprit, err)
-	}
-	if len(conflicts) > 0 {
-		return u, fmt.Errorf("build verification: integrate the revert of %s: conflicts in %s", culprit, strings.Join(conflicts, ", "))
-	}
-	u.Head.Set(sha)
-	u.Log.Add(p.entry(rec.TaskID, "%s broke main; reverted it as %s", rec.TaskID, short(sha)))
-	tasks := tasksOf(s)
-	t := findTask(tasks, rec.TaskID)
-	t.Status = planner.StatusInProgress
-	msg := "build verification on main failed after this task was integrated (it was reverted):\n" + failure
-	tasks, escalate, err := scheduler.Fail(tasks, rec.TaskID, msg)
-	if err != nil {
-		return u, err
-	}
-	putChanged(&u, s, tasks)
-	if escalate {
-		u.Escalations.Set([]Escalation{{TaskID: rec.TaskID, Reason: ReasonBuild, Error: msg}})
+	switch {
+	case c != nil:
+		u.Culprits.Set([]Culprit{*c})
+	case final:
+		u.Outcome.Set(OutcomeFailed)
+		u.Log.Add(p.entry("", "main is broken and no integrated task explains it: %s", firstLine(failure)))
+	default:
+		// The branch was broken before these attempts: they stay, and
+		// the run goes on; the final build verification says so again.
+		u.Log.Add(p.entry("", "main was broken before these attempts; they stay integrated"))
 	}
 	return u, nil
 }
@@ -91,57 +87,286 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 // returns the failure, or "".
 func (p *Pipeline) checkBuild(ctx context.Context, dir string) (string, error) {
 	if len(p.BuildCommand) > 0 {
-		cf, err := p.Verify.confine(dir)
+		v, err := verify.Run(ctx, dir, verify.Spec{Command: p.BuildCommand}, p.VerifyOpts)
 		if err != nil {
-			return "", err
-		}
-		res, err := RunCommand(ctx, dir, p.BuildCommand, p.Verify.Timeout, cf)
-		if err != nil {
-			return "", err
-		}
-		if res.ExitCode != 0 || res.TimedOut {
-			return fmt.Sprintf("%s exited %d:\n%s", strings.Join(p.BuildCommand, " "), res.ExitCode, res.Output), nil
-		}
-	}
-	report, err := Verify(ctx, dir, nil, nil, p.Verify)
-	if err != nil {
-		return "", err
-	}
-	if !report.Passed {
-		return report.ErrorContext(4000), nil
-	}
-	return "", nil
-}
-
-// findCulprit returns the attempt key of the integrated attempt that broke
-// main, or "".
-func (p *Pipeline) findCulprit(ctx context.Context, s State, wt *worktree.Worktree) (string, error) {
-	integrated := s.Integrated.Items()
-	for i := len(integrated) - 1; i >= 0; i-- {
-		rec, ok := s.Attempts.Get(integrated[i])
-		if !ok || rec.Integrated == "" {
-			continue
-		}
-		if _, err := gitOutput(ctx, wt.Path, "checkout", "-q", "--detach", rec.Integrated+"^"); err != nil {
 			return "", fmt.Errorf("build verification: %w", err)
 		}
-		failure, err := p.checkBuild(ctx, wt.Path)
-		if err != nil {
-			return "", err
-		}
-		if failure == "" {
-			return integrated[i], nil
+		if !v.Passed {
+			return strings.Join(p.BuildCommand, " ") + " failed:\n" + v.ErrorContext(4000), nil
 		}
 	}
-	return "", nil
+	v, err := verify.Run(ctx, dir, verify.Spec{Command: p.VerifyCommand}, p.VerifyOpts)
+	if err != nil {
+		return "", fmt.Errorf("build verification: %w", err)
+	}
+	return v.ErrorContext(4000), nil
+}
+
+// bisection finds the attempt whose integration broke the target branch.
+// A "prefix" i is the branch as it was after the first i attempts, less
+// the attempts reverted before (their reverts are applied to it too).
+type bisection struct {
+	p      *Pipeline
+	s      State
+	u      *State
+	wt     *worktree.Worktree
+	recs   []Attempt
+	builds int
+}
+
+// run bisects over the attempts keys (in integration order); the head,
+// which holds them all, failed with failure. It returns nil when the
+// branch was broken before the first of them.
+//
+// Prefix 0 passes (known when it is the head last verified, else built),
+// prefix n fails: a binary search finds the first failing prefix k in
+// about log2(n) builds, and attempt k is the culprit. When the culprit
+// passes alone on prefix 0, it breaks the build together with an earlier
+// attempt, found by a second search over prefix j plus the culprit.
+func (b *bisection) run(ctx context.Context, keys []string, failure string) (*Culprit, error) {
+	for _, k := range keys {
+		if rec, ok := b.s.Attempts.Get(k); ok && rec.Integrated != "" && rec.Reverted == "" {
+			b.recs = append(b.recs, rec)
+		}
+	}
+	n := len(b.recs)
+	if n == 0 {
+		return nil, nil
+	}
+	b.log("bisecting over %d attempts: %s", n, strings.Join(b.names(0, n), ", "))
+	base, err := gitOutput(ctx, b.wt.Path, "rev-parse", b.recs[0].Integrated+"^")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(base) != b.s.Verified.Get() {
+		ok, err := b.build(ctx, 0, "")
+		if err != nil || !ok {
+			return nil, err
+		}
+	}
+	lo, hi := 0, n // prefix lo passes, prefix hi fails
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		ok, err := b.build(ctx, mid, "")
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	culprit := b.recs[hi-1]
+	c := &Culprit{Attempt: attemptKey(culprit.TaskID, culprit.Seq), Failure: failure}
+	if hi > 1 {
+		alone, err := b.build(ctx, 0, culprit.Integrated)
+		if err != nil {
+			return nil, err
+		}
+		if alone {
+			// Prefix 0 plus the culprit passes, prefix hi-1 plus it (the
+			// branch at the culprit) fails: the partner is in between.
+			lo, hi2 := 0, hi-1
+			for hi2-lo > 1 {
+				mid := (lo + hi2) / 2
+				ok, err := b.build(ctx, mid, culprit.Integrated)
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					lo = mid
+				} else {
+					hi2 = mid
+				}
+			}
+			partner := b.recs[hi2-1]
+			c.Partner = attemptKey(partner.TaskID, partner.Seq)
+		}
+	}
+	text := fmt.Sprintf("bisection over %d attempts took %d builds: %s broke main", n, b.builds, c.Attempt)
+	if c.Partner != "" {
+		text += " together with " + c.Partner + " (each passes without the other)"
+	}
+	b.log("%s", text)
+	return c, nil
+}
+
+// names lists the attempts of prefixes from..to.
+func (b *bisection) names(from, to int) []string {
+	var names []string
+	for _, r := range b.recs[from:to] {
+		names = append(names, attemptKey(r.TaskID, r.Seq))
+	}
+	return names
+}
+
+func (b *bisection) log(format string, args ...any) {
+	b.u.Log.Add(b.p.entry("", "bisect: "+format, args...))
+}
+
+// build checks out prefix i, plus the commit with when it is not "", in
+// the build worktree, and builds it. A prefix that cannot be put together
+// (a revert or a cherry-pick conflicts) counts as failing.
+func (b *bisection) build(ctx context.Context, i int, with string) (bool, error) {
+	b.builds++
+	label := fmt.Sprintf("prefix %d of %d", i, len(b.recs))
+	if i > 0 {
+		label += " (through " + attemptKey(b.recs[i-1].TaskID, b.recs[i-1].Seq) + ")"
+	}
+	if with != "" {
+		label += " plus the suspect " + short(with)
+	}
+	if err := b.checkout(ctx, i, with); err != nil {
+		b.log("build %d, %s: cannot be put together (%v); counted as failing", b.builds, label, firstLine(err.Error()))
+		return false, nil
+	}
+	failure, err := b.p.checkBuild(ctx, b.wt.Path)
+	if err != nil {
+		return false, err
+	}
+	if failure == "" {
+		b.log("build %d, %s: passes", b.builds, label)
+		return true, nil
+	}
+	b.log("build %d, %s: fails: %s", b.builds, label, firstLine(failure))
+	return false, nil
+}
+
+// checkout puts prefix i (plus the commit with) in the build worktree.
+func (b *bisection) checkout(ctx context.Context, i int, with string) error {
+	dir := b.wt.Path
+	at := b.recs[0].Integrated + "^"
+	if i > 0 {
+		at = b.recs[i-1].Integrated
+	}
+	if _, err := gitOutput(ctx, dir, "reset", "-q", "--hard"); err != nil {
+		return err
+	}
+	if _, err := gitOutput(ctx, dir, "checkout", "-q", "--detach", at); err != nil {
+		return err
+	}
+	// The attempts reverted before are out of the branch: out of the
+	// prefix too.
+	for _, rec := range b.s.Attempts.Values() {
+		if rec.Reverted == "" || rec.Integrated == "" {
+			continue
+		}
+		if _, err := gitOutput(ctx, dir, "merge-base", "--is-ancestor", rec.Integrated, at); err != nil {
+			continue
+		}
+		if _, err := gitOutput(ctx, dir, "revert", "--no-commit", rec.Integrated); err != nil {
+			return err
+		}
+	}
+	if with != "" {
+		if _, err := gitOutput(ctx, dir, "cherry-pick", "--no-commit", with); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (p *Pipeline) buildRouter(_ context.Context, s State) (string, error) {
 	switch {
 	case s.Outcome.Get() != "":
 		return graph.END, nil
+	case len(s.Culprits.Get()) > 0:
+		return NodeRevert, nil
 	case len(s.Escalations.Get()) > 0:
 		return NodeEscalation, nil
 	}
 	return NodeSelect, nil
+}
+
+// revertCulprits takes the culprits out of the target branch: one revert
+// commit, integrated like an attempt (exactly once, by its trailer), on a
+// fresh worktree at the branch's head. Each culprit's task fails with the
+// build's failure as its error, so it is retried, or escalated when out of
+// attempts. build_verification then checks the branch again.
+func (p *Pipeline) revertCulprits(ctx context.Context, s State) (State, error) {
+	var u State
+	culprits := s.Culprits.Get()
+	run := s.RunID.Get()
+	n := s.Builds.Get()
+	present, err := p.Repo.IntegratedAttempts(ctx)
+	if err != nil {
+		return u, fmt.Errorf("revert culprits: %w", err)
+	}
+	var sha string
+	if present[fmt.Sprintf("%s/revert/%d", run, n)] {
+		// Integrated before a crash: the branch's head is the revert.
+		if sha, err = p.Repo.Head(ctx); err != nil {
+			return u, fmt.Errorf("revert culprits: %w", err)
+		}
+	} else if sha, err = p.revert(ctx, s, n, culprits); err != nil {
+		return u, fmt.Errorf("revert culprits: %w", err)
+	}
+	p.crash("revert:after")
+	u.Head.Set(sha)
+	u.Culprits.Set(nil)
+	tasks := tasksOf(s)
+	var escs []Escalation
+	for _, c := range culprits {
+		rec, ok := s.Attempts.Get(c.Attempt)
+		if !ok {
+			continue
+		}
+		rec.Reverted = sha
+		msg := "build verification on main failed after this task was integrated (it was reverted):\n" + c.Failure
+		if c.Partner != "" {
+			partner, _ := s.Attempts.Get(c.Partner)
+			msg = fmt.Sprintf("build verification on main failed after this task was integrated (it was reverted): "+
+				"it passes on its own, but breaks the build together with %s, integrated before it; make them work together:\n%s",
+				partner.TaskID, c.Failure)
+		}
+		rec.Error = msg
+		u.Attempts.Put(c.Attempt, rec)
+		u.Log.Add(p.entry(rec.TaskID, "%s broke main; reverted it as %s", rec.TaskID, short(sha)))
+		if t := findTask(tasks, rec.TaskID); t != nil {
+			t.Status = planner.StatusInProgress
+		}
+		var escalate bool
+		if tasks, escalate, err = scheduler.Fail(tasks, rec.TaskID, msg); err != nil {
+			return u, err
+		}
+		if escalate {
+			escs = append(escs, Escalation{TaskID: rec.TaskID, Reason: ReasonBuild, Error: msg})
+		}
+	}
+	putChanged(&u, s, tasks)
+	if len(escs) > 0 {
+		u.Escalations.Set(append(slices.Clone(s.Escalations.Get()), escs...))
+	}
+	return u, nil
+}
+
+// revert makes and integrates the revert commit of culprits, newest
+// first, and returns its commit on the branch.
+func (p *Pipeline) revert(ctx context.Context, s State, n int, culprits []Culprit) (string, error) {
+	wt, err := p.createWorktree(ctx, s.RunID.Get(), "revert", n)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = p.Repo.Remove(context.WithoutCancel(ctx), wt) }()
+	var names []string
+	for i := len(culprits) - 1; i >= 0; i-- {
+		rec, _ := s.Attempts.Get(culprits[i].Attempt)
+		if _, err := gitOutput(ctx, wt.Path, "revert", "--no-commit", rec.Integrated); err != nil {
+			return "", fmt.Errorf("revert %s: %w", culprits[i].Attempt, err)
+		}
+		names = append(names, rec.TaskID)
+	}
+	slices.Reverse(names)
+	if _, _, err := p.Repo.Commit(ctx, wt, fmt.Sprintf("Revert %s: it broke the build on main", strings.Join(names, ", "))); err != nil {
+		return "", fmt.Errorf("commit the revert: %w", err)
+	}
+	sha, conflicts, _, err := p.integrate(ctx, wt, s.Head.Get())
+	if err != nil {
+		return "", fmt.Errorf("integrate the revert: %w", err)
+	}
+	if len(conflicts) > 0 {
+		return "", fmt.Errorf("integrate the revert: conflicts in %s", strings.Join(conflicts, ", "))
+	}
+	return sha, nil
 }

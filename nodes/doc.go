@@ -2,12 +2,12 @@
 // workers into taskloom's pipeline graph, and keeps the run registry.
 //
 //	START -> task_breakdown -> select_task
-//	select_task -> implement_task -> verify_task                       (one task)
-//	select_task -> implement_tasks_parallel ×N -> verify_tasks_parallel  (a batch)
-//	verify_task -> select_task | implement_task (retry) | human_escalation | build_verification
-//	verify_tasks_parallel -> select_task | human_escalation | build_verification
+//	select_task -> implement_task -> verify_task -> integrate                       (one task)
+//	select_task -> implement_tasks_parallel ×N -> verify_tasks_parallel -> integrate  (a batch)
+//	integrate -> build_verification | select_task | implement_task (retry) | human_escalation
 //	human_escalation -> select_task | END (abort)
-//	build_verification -> END | select_task (culprit reverted) | human_escalation
+//	build_verification -> END | select_task | revert_culprits | human_escalation
+//	revert_culprits -> build_verification
 //
 // task_breakdown turns PRODUCT.md into the plan (an explicit task list is
 // parsed, prose goes to the model). A plan with cycles escalates at once.
@@ -24,24 +24,34 @@
 // implement_task runs the worker in the try's own worktree and commits
 // what it changed. A try is numbered by its seq, which never restarts, so
 // a review's retry gets a fresh worktree, trailer and conversation; if the
-// process died during a try, the worker resumes its conversation in the
-// try's worktree.
+// process died during a try, the worker resumes its conversation there.
 //
-// verify_task checks that files_to_create exist and runs the tests in the
-// worktree (see Verify). Only a passing try is integrated into main, in
+// verify_task decides: it asks verify/ for each try's verdict in its
+// worktree (the task's test_files first, then the configured command) and
+// records it. A failing try goes back to its task with the failing tests
+// as its error: it is retried while attempts < max_attempts, then
+// escalated. A try whose tests cannot run at all fails the same way; it
+// never ends the run.
+//
+// integrate asks worktree/ to integrate the passing tries, once each, in
 // batch order (worktree.Manager.Integrate: conflict check with git
-// merge-tree, then cherry-pick, exactly once by its trailer). A failure
-// goes back to the task with the failing tests as its error: it is retried
-// while attempts < max_attempts, then escalated. A conflict fails the try
-// with the conflicting files, and is escalated as a conflict when the
-// retries are used up.
+// merge-tree, then cherry-pick, exactly once by its trailer), after
+// checking that the user did not reset the branch under the run. A
+// conflict fails the try with the conflicting files, and is escalated as a
+// conflict when the retries are used up.
 //
-// build_verification runs the build and the tests on main once every task
-// is done. If main is broken it finds the culprit by building the parent
-// of each integrated try, newest first: the first try whose parent passes
-// broke main. It is reverted on main by a commit of its own, and its task
-// fails with the build's error (retried, or escalated when out of
-// attempts).
+// build_verification is a merge queue: after each batch it integrated, it
+// runs the build and the tests once on the target branch's head (a single
+// fast-forwarded try was tested on that very tree and skips it), and once
+// more when every task is done unless that head passed already. When the
+// branch fails it bisects over the batch's tries, building the branch as
+// it was after the first k of them, in about log2(n) builds, to find the
+// try whose integration broke it; when that try passes on its own, a
+// second bisection finds the earlier try it clashes with. Every build is
+// a line of the run's log. revert_culprits reverts the culprit on the
+// branch by a commit of its own, integrated exactly once, and fails its
+// task with the build's failure (retried, or escalated when out of
+// attempts); build_verification then checks the branch again.
 //
 // human_escalation raises one graph interrupt per escalated task, carrying
 // an EscalationPayload (reason: max_attempts, deadlock, cycle, conflict,

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/verify"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -27,7 +27,9 @@ const (
 	NodeImplementParallel = "implement_tasks_parallel"
 	NodeVerify            = "verify_task"
 	NodeVerifyParallel    = "verify_tasks_parallel"
+	NodeIntegrate         = "integrate"
 	NodeBuild             = "build_verification"
+	NodeRevert            = "revert_culprits"
 	NodeEscalation        = "human_escalation"
 )
 
@@ -38,9 +40,14 @@ type Pipeline struct {
 	PlanFunc func(ctx context.Context) (*planner.Plan, error)
 	Repo     *worktree.Manager
 	Worker   agent.Worker
-	Verify   VerifyOpts
-	// BuildCommand is run on main by build_verification, before Verify's
-	// command; empty runs only the tests.
+	// VerifyCommand is the configured test command: run in each attempt's
+	// worktree (after the task's own test files) and on the target branch
+	// by build_verification.
+	VerifyCommand []string
+	// VerifyOpts says how the tests run (timeout, confinement).
+	VerifyOpts *verify.Opts
+	// BuildCommand is run on main by build_verification, before
+	// VerifyCommand; empty runs only the tests.
 	BuildCommand []string
 	Workers      int
 	MaxAttempts  int
@@ -55,8 +62,9 @@ type Pipeline struct {
 
 	// CrashFunc is called at named points: "select:start",
 	// "implement:before_worker", "implement:after_commit",
-	// "verify:after_tests", "integrate:before", "integrate:after" and
-	// "build:before"; tests use it to kill the process there.
+	// "verify:after_tests", "integrate:before", "integrate:after",
+	// "build:before" and "revert:after"; tests use it to kill the process
+	// there.
 	CrashFunc func(point string)
 }
 
@@ -87,11 +95,12 @@ func (p *Pipeline) entry(taskID, format string, args ...any) Entry {
 // Graph builds the pipeline graph:
 //
 //	START -> task_breakdown -> select_task
-//	select_task -> implement_task -> verify_task            (one task)
-//	select_task -> implement_tasks_parallel xN -> verify_tasks_parallel
-//	verify_task -> select_task | implement_task (retry) | human_escalation | build_verification
+//	select_task -> implement_task -> verify_task -> integrate            (one task)
+//	select_task -> implement_tasks_parallel xN -> verify_tasks_parallel -> integrate
+//	integrate -> build_verification | select_task | implement_task (retry) | human_escalation
 //	human_escalation -> select_task | END
-//	build_verification -> END | select_task | human_escalation
+//	build_verification -> END | select_task | revert_culprits | human_escalation
+//	revert_culprits -> build_verification
 func (p *Pipeline) Graph() *graph.Graph[State] {
 	g := graph.New[State]()
 	g.AddNode(NodeBreakdown, p.breakdown, nil)
@@ -106,18 +115,22 @@ func (p *Pipeline) Graph() *graph.Graph[State] {
 	graph.AddInputNode(g, NodeImplementParallel, p.implement, nil)
 	g.AddNode(NodeVerify, p.verify, nil)
 	g.AddNode(NodeVerifyParallel, p.verify, nil)
+	g.AddNode(NodeIntegrate, p.integrateBatch, nil)
 	g.AddNode(NodeEscalation, p.escalate, nil)
 	g.AddNode(NodeBuild, p.buildVerification, nil)
+	g.AddNode(NodeRevert, p.revertCulprits, nil)
 
 	g.AddEdge(graph.START, NodeBreakdown)
 	g.AddRouter(NodeBreakdown, p.breakdownRouter, NodeSelect, NodeEscalation)
 	g.AddFanOut(NodeSelect, p.selectRouter, NodeImplement, NodeImplementParallel, NodeEscalation, NodeBuild)
 	g.AddEdge(NodeImplement, NodeVerify)
 	g.AddEdge(NodeImplementParallel, NodeVerifyParallel)
-	g.AddRouter(NodeVerify, p.verifyRouter, NodeSelect, NodeImplement, NodeEscalation, NodeBuild)
-	g.AddRouter(NodeVerifyParallel, p.verifyRouter, NodeSelect, NodeEscalation, NodeBuild)
+	g.AddEdge(NodeVerify, NodeIntegrate)
+	g.AddEdge(NodeVerifyParallel, NodeIntegrate)
+	g.AddRouter(NodeIntegrate, p.integrateRouter, NodeSelect, NodeImplement, NodeEscalation, NodeBuild)
 	g.AddRouter(NodeEscalation, p.escalationRouter, NodeSelect, graph.END)
-	g.AddRouter(NodeBuild, p.buildRouter, graph.END, NodeSelect, NodeEscalation)
+	g.AddRouter(NodeBuild, p.buildRouter, graph.END, NodeSelect, NodeEscalation, NodeRevert)
+	g.AddEdge(NodeRevert, NodeBuild)
 	return g
 }
 
@@ -487,177 +500,6 @@ func (p *Pipeline) createWorktree(ctx context.Context, run, id string, seq int) 
 		return nil, fmt.Errorf("%w (and removing what is left: %v)", err, rerr)
 	}
 	return p.Repo.Create(ctx, run, id, seq)
-}
-
-// verify runs the tests of the batch's attempts in their worktrees, then
-// integrates the passing ones into main in batch order.
-func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
-	var u State
-	batch := s.Batch.Get()
-	tasks := tasksOf(s)
-	recs := make([]Attempt, len(batch))
-	wts := make([]*worktree.Worktree, len(batch))
-	var wg sync.WaitGroup
-	errs := make([]error, len(batch))
-	for i, id := range batch {
-		t := findTask(tasks, id)
-		if t == nil {
-			return u, fmt.Errorf("verify: unknown task %q", id)
-		}
-		rec, ok := s.Attempts.Get(attemptKey(id, nextSeq(s, id)-1))
-		if !ok {
-			return u, fmt.Errorf("verify %s: no attempt recorded", id)
-		}
-		recs[i] = rec
-		wg.Go(func() {
-			wts[i], errs[i] = p.Repo.Get(ctx, s.RunID.Get(), id, rec.Seq)
-			if errs[i] != nil || rec.Question != "" || rec.Error != "" {
-				return
-			}
-			report, err := Verify(ctx, wts[i].Path, t.FilesToCreate, t.TestFiles, p.Verify)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			recs[i].Tests = &report
-			recs[i].Verified = report.Passed
-		})
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return u, err
-	}
-	p.crash("verify:after_tests")
-	var escs []Escalation
-	head := s.Head.Get()
-	for i, id := range batch {
-		rec := &recs[i]
-		var failure, reason string
-		switch {
-		case errs[i] != nil && errors.Is(errs[i], worktree.ErrNotFound):
-			failure = "the attempt's worktree is gone: " + errs[i].Error()
-		case errs[i] != nil:
-			return u, fmt.Errorf("verify %s: %w", id, errs[i])
-		case rec.Question != "":
-			// A question costs no attempt: the task waits, pending, for
-			// the reviewer's answer (a retry note) or decision.
-			if t := findTask(tasks, id); t != nil {
-				t.Status, t.Error = planner.StatusPending, "the worker asks: "+rec.Question
-			}
-			escs = append(escs, Escalation{TaskID: id, Reason: ReasonQuestion, Error: rec.Question})
-			u.Log.Add(p.entry(id, "%s: the worker asks: %s", id, rec.Question))
-			u.Attempts.Put(attemptKey(id, rec.Seq), *rec)
-			continue
-		case rec.Error != "":
-			failure = rec.Error
-		case !rec.Verified:
-			failure = rec.Tests.ErrorContext(4000)
-		case !rec.Changed:
-			// The worker changed nothing and the tests pass: the work was
-			// already on main.
-			var err error
-			if tasks, err = scheduler.Pass(tasks, id); err != nil {
-				return u, err
-			}
-			rec.NoChange = true
-			u.Log.Add(p.entry(id, "%s passed its tests without changes (no_change: true); nothing to integrate", id))
-		default:
-			sha, conflicts, err := p.integrate(ctx, wts[i], head)
-			if err != nil {
-				return u, fmt.Errorf("integrate %s: %w", id, err)
-			}
-			if len(conflicts) > 0 {
-				rec.Conflicts = conflicts
-				failure = "merge conflict with main in " + strings.Join(conflicts, ", ") + "; main moved on: redo the task on the new main"
-				reason = ReasonConflict
-				break
-			}
-			rec.Integrated, head = sha, sha
-			var err2 error
-			if tasks, err2 = scheduler.Pass(tasks, id); err2 != nil {
-				return u, err2
-			}
-			u.Integrated.Add(attemptKey(id, rec.Seq))
-			u.Log.Add(p.entry(id, "%s passed its tests and was integrated as %s", id, short(sha)))
-		}
-		if failure != "" {
-			rec.Error = failure
-			if rec.Changed && wts[i] != nil {
-				// The reviewer of a failed try sees its diff.
-				rec.Diff = p.diff(ctx, wts[i])
-			}
-			var escalate bool
-			var err error
-			if tasks, escalate, err = scheduler.Fail(tasks, id, failure); err != nil {
-				return u, err
-			}
-			t := findTask(tasks, id)
-			if escalate {
-				if reason == "" {
-					reason = ReasonMaxAttempts
-				}
-				escs = append(escs, Escalation{TaskID: id, Reason: reason, Error: failure})
-				u.Log.Add(p.entry(id, "%s failed attempt %d of %d; escalating to a human", id, rec.Attempt, t.MaxAttempts))
-			} else {
-				u.Log.Add(p.entry(id, "%s failed attempt %d of %d; retrying: %s", id, rec.Attempt, t.MaxAttempts, firstLine(failure)))
-			}
-		}
-		u.Attempts.Put(attemptKey(id, rec.Seq), *rec)
-	}
-	putChanged(&u, s, tasks)
-	if len(escs) > 0 {
-		u.Escalations.Set(escs)
-	}
-	if head != s.Head.Get() {
-		u.Head.Set(head)
-	}
-	return u, nil
-}
-
-// integrate applies an attempt to main exactly once. It returns the
-// commit on main, or the conflicting files. It refuses with a
-// *worktree.ResetError when main no longer contains head, the last head
-// the run recorded: the user reset or rewrote it, and integrating on top
-// would bury that silently.
-func (p *Pipeline) integrate(ctx context.Context, wt *worktree.Worktree, head string) (string, []string, error) {
-	p.crash("integrate:before")
-	if err := p.Repo.CheckHead(ctx, wt.Run, head); err != nil {
-		return "", nil, err
-	}
-	res, err := p.Repo.Integrate(ctx, wt)
-	var cerr *worktree.ConflictError
-	if errors.As(err, &cerr) {
-		return "", cerr.Files, nil
-	}
-	if err != nil {
-		return "", nil, err
-	}
-	p.crash("integrate:after")
-	return res.Commit, nil, nil
-}
-
-func (p *Pipeline) diff(ctx context.Context, wt *worktree.Worktree) string {
-	out, err := gitOutput(ctx, wt.Path, "diff", "--stat", "--patch", "HEAD~1", "HEAD")
-	if err != nil {
-		return ""
-	}
-	return trimHeadTail(out, 8000)
-}
-
-func (p *Pipeline) verifyRouter(_ context.Context, s State) (string, error) {
-	if len(s.Escalations.Get()) > 0 {
-		return NodeEscalation, nil
-	}
-	tasks := tasksOf(s)
-	if finished(tasks) {
-		return NodeBuild, nil
-	}
-	if batch := s.Batch.Get(); len(batch) == 1 && p.Workers <= 1 {
-		if t := findTask(tasks, batch[0]); t != nil && t.Status == planner.StatusPending && t.Attempts > 0 {
-			return NodeImplement, nil // retry with the error
-		}
-	}
-	return NodeSelect, nil
 }
 
 // EscalationPayload is what a human_escalation interrupt carries.

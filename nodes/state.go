@@ -6,6 +6,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/verify"
 )
 
 // State is the pipeline's graph state. Tasks and attempts are keyed
@@ -29,9 +30,19 @@ type State struct {
 	// Integrated lists the attempts integrated into main, in order, as
 	// "TASK/ATTEMPT".
 	Integrated graph.Append[string] `json:"integrated"`
-	Builds     graph.Value[int]     `json:"builds"`
-	Outcome    graph.Value[string]  `json:"outcome"`
-	Log        graph.Append[Entry]  `json:"log"`
+	// Queue lists the attempts integrated since the branch last passed
+	// build verification, in order: the merge queue that
+	// build_verification checks, and bisects when the branch fails.
+	Queue graph.Value[[]string] `json:"queue"`
+	// Verified is the last head of Branch that passed build verification.
+	Verified graph.Value[string] `json:"verified"`
+	// Culprits are what the last bisection blamed, waiting for
+	// revert_culprits.
+	Culprits graph.Value[[]Culprit] `json:"culprits"`
+	// Builds counts build verifications; it numbers their worktrees.
+	Builds  graph.Value[int]    `json:"builds"`
+	Outcome graph.Value[string] `json:"outcome"`
+	Log     graph.Append[Entry] `json:"log"`
 }
 
 // Outcomes of a run that ended.
@@ -71,14 +82,17 @@ type Attempt struct {
 	InputTokens    int     `json:"input_tokens,omitempty"`
 	OutputTokens   int     `json:"output_tokens,omitempty"`
 	CostUSD        float64 `json:"cost_usd,omitempty"`
-	// Tests is the verification report.
-	Tests *TestReport `json:"tests,omitempty"`
+	// Tests is the verdict of the attempt's tests.
+	Tests *verify.Verdict `json:"tests,omitempty"`
 	// Diff is the attempt's diff against main, trimmed.
-	Diff       string   `json:"diff,omitempty"`
-	Integrated string   `json:"integrated,omitempty"`
-	Conflicts  []string `json:"conflicts,omitempty"`
-	Error      string   `json:"error,omitempty"`
-	Verified   bool     `json:"verified"`
+	Diff       string `json:"diff,omitempty"`
+	Integrated string `json:"integrated,omitempty"`
+	// Reverted is the commit that took the attempt back out of the target
+	// branch after it broke the build there.
+	Reverted  string   `json:"reverted,omitempty"`
+	Conflicts []string `json:"conflicts,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Verified  bool     `json:"verified"`
 }
 
 // NoChangeTasks returns the IDs of the completed tasks whose last attempt
@@ -103,6 +117,18 @@ func NoChangeTasks(s State) []string {
 // attemptKey is an Attempt's key in State.Attempts: "TASK/SEQ".
 func attemptKey(taskID string, seq int) string {
 	return taskID + "/" + itoa(seq)
+}
+
+// Culprit is an integrated attempt that broke the build on the target
+// branch, found by bisection.
+type Culprit struct {
+	// Attempt is its key, "TASK/SEQ".
+	Attempt string `json:"attempt"`
+	// Partner is the earlier attempt it breaks the build together with
+	// when it passes on its own; it stays.
+	Partner string `json:"partner,omitempty"`
+	// Failure is the build's failure, the culprit's error for its retry.
+	Failure string `json:"failure"`
 }
 
 // Escalation reasons.

@@ -1,4 +1,4 @@
-package nodes
+package verify
 
 import (
 	"context"
@@ -16,13 +16,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/taskloom/taskloom/internal/proc"
 )
 
 func readVerifyTestdata(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "verify", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	require.NoError(t, err)
 	return b
 }
@@ -34,7 +32,7 @@ type wantFailure struct {
 	contains  []string
 }
 
-func checkCounts(t *testing.T, got testCounts, total, failed, skipped int, failures []wantFailure) {
+func checkCounts(t *testing.T, got counts, total, failed, skipped int, failures []wantFailure) {
 	t.Helper()
 	require.Equal(t, total, got.total, "total")
 	require.Equal(t, failed, got.failed, "failed")
@@ -217,17 +215,17 @@ func TestParseJestJSON(t *testing.T) {
 	}{
 		{file: "jest_pass.json", total: 2},
 		{file: "jest_fail.json", total: 5, failed: 2, skipped: 1, failures: []wantFailure{
-			{"cart discount applies the percentage", "src/cart.test.ts", []string{"Expected: 90\nReceived: 0", "cart.test.ts:14:38"}},
+			{"cart > discount > applies the percentage", "src/cart.test.ts", []string{"Expected: 90\nReceived: 0", "cart.test.ts:14:38"}},
 			{"[test file failed to run]", "src/invoice.test.ts", []string{"Cannot find module './invoice'"}},
 		}},
 		{file: "vitest_fail.json", total: 4, failed: 1, skipped: 1, failures: []wantFailure{
-			{"refund negates the amount", "src/refund.test.ts", []string{"expected 50 to be -50"}},
+			{"refund > negates the amount", "src/refund.test.ts", []string{"expected 50 to be -50"}},
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			t.Parallel()
-			got, err := parseJestJSON(readVerifyTestdata(t, tt.file), "/work/shop")
+			got, err := parseJestJSON(readVerifyTestdata(t, tt.file), "/work/shop", "")
 			require.NoError(t, err)
 			checkCounts(t, got, tt.total, tt.failed, tt.skipped, tt.failures)
 			for _, f := range got.failures {
@@ -237,45 +235,65 @@ func TestParseJestJSON(t *testing.T) {
 	}
 	t.Run("malformed", func(t *testing.T) {
 		t.Parallel()
-		_, err := parseJestJSON([]byte(`{"numTotalTests": "two"}`), "/")
+		_, err := parseJestJSON([]byte(`{"numTotalTests": "two"}`), "/", "")
 		require.Error(t, err)
 	})
 }
 
-func TestPrepareCommand(t *testing.T) {
+func TestPrepare(t *testing.T) {
 	t.Parallel()
-	const dir, tmp = "/repo", "/tmp/r"
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"package.json": `{"scripts": {"test": "tsc -p . && jest --ci", "test:unit": "vitest", "lint": "jest && eslint .",
+			"pytest": "pytest -q", "gotest": "go test ./..."}}`,
+		"Makefile": "GO ?= go\n\n.PHONY: test\nbuild:\n\tgo build ./...\n\ntest:\n\t@go test -race ./...\n\npy:\n\tpython3 -m pytest tests\n\nall: build\n\tgo vet ./...\n\tgo test ./...\n",
+	})
+	const tmp = "/tmp/r"
+	junit := "PYTEST_ADDOPTS=--junitxml=/tmp/r/junit.xml -o junit_family=xunit1"
 	tests := []struct {
 		argv   string
 		want   string
-		kind   testRunner
+		kind   runner
 		report string
+		env    []string
 	}{
-		{"go test ./...", "go test -json ./...", runnerGo, ""},
-		{"/usr/local/go/bin/go test -run TestX ./a", "/usr/local/go/bin/go test -json -run TestX ./a", runnerGo, ""},
-		{"go test -json ./...", "go test -json ./...", runnerGo, ""},
-		{"go test ./a -args -json", "go test -json ./a -args -json", runnerGo, ""},
-		{"go vet ./...", "go vet ./...", runnerOther, ""},
-		{"python3 -m pytest -q tests", "python3 -m pytest --junitxml=/tmp/r/junit.xml -q tests", runnerPytest, "/tmp/r/junit.xml"},
-		{"uv run pytest", "uv run pytest --junitxml=/tmp/r/junit.xml", runnerPytest, "/tmp/r/junit.xml"},
-		{"pytest --junitxml out/j.xml", "pytest --junitxml out/j.xml", runnerPytest, "/repo/out/j.xml"},
-		{"npx jest src", "npx jest --json --outputFile=/tmp/r/report.json src", runnerJest, "/tmp/r/report.json"},
-		{"npx jest --json --outputFile=r.json", "npx jest --json --outputFile=r.json", runnerJest, "/repo/r.json"},
-		{"node node_modules/.bin/jest --json", "node node_modules/.bin/jest --outputFile=/tmp/r/report.json --json", runnerJest, "/tmp/r/report.json"},
-		{"npx vitest", "npx vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json", runnerVitest, "/tmp/r/report.json"},
-		{"pnpm vitest run src", "pnpm vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json src", runnerVitest, "/tmp/r/report.json"},
-		{"npx vitest run --reporter=verbose", "npx vitest run --reporter=json --outputFile=/tmp/r/report.json --reporter=verbose", runnerVitest, "/tmp/r/report.json"},
-		{"make test", "make test", runnerOther, ""},
+		{"go test ./...", "go test -json ./...", runnerGo, "", nil},
+		{"/usr/local/go/bin/go test -run TestX ./a", "/usr/local/go/bin/go test -json -run TestX ./a", runnerGo, "", nil},
+		{"go test -json ./...", "go test -json ./...", runnerGo, "", nil},
+		{"go test ./a -args -json", "go test -json ./a -args -json", runnerGo, "", nil},
+		{"go vet ./...", "go vet ./...", runnerOther, "/tmp/r/junit.xml", []string{junit}},
+		{"python3 -m pytest -q tests", "python3 -m pytest --junitxml=/tmp/r/junit.xml -o junit_family=xunit1 -q tests", runnerPytest, "/tmp/r/junit.xml", nil},
+		{"uv run pytest", "uv run pytest --junitxml=/tmp/r/junit.xml -o junit_family=xunit1", runnerPytest, "/tmp/r/junit.xml", nil},
+		{"pytest --junitxml out/j.xml", "pytest --junitxml out/j.xml", runnerPytest, dir + "/out/j.xml", nil},
+		{"npx jest src", "npx jest --json --outputFile=/tmp/r/report.json src", runnerJest, "/tmp/r/report.json", nil},
+		{"npx jest --json --outputFile=r.json", "npx jest --json --outputFile=r.json", runnerJest, dir + "/r.json", nil},
+		{"node node_modules/.bin/jest --json", "node node_modules/.bin/jest --outputFile=/tmp/r/report.json --json", runnerJest, "/tmp/r/report.json", nil},
+		{"npx vitest", "npx vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json", runnerVitest, "/tmp/r/report.json", nil},
+		{"pnpm vitest run src", "pnpm vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json src", runnerVitest, "/tmp/r/report.json", nil},
+		{"npx vitest run --reporter=verbose", "npx vitest run --reporter=json --outputFile=/tmp/r/report.json --reporter=verbose", runnerVitest, "/tmp/r/report.json", nil},
+		// Wrappers: the runner behind the script gets the options.
+		{"npm test", "npm test -- --json --outputFile=/tmp/r/report.json", runnerJest, "/tmp/r/report.json", nil},
+		{"npm run test -- src", "npm run test -- src --json --outputFile=/tmp/r/report.json", runnerJest, "/tmp/r/report.json", nil},
+		{"yarn test", "yarn test --json --outputFile=/tmp/r/report.json", runnerJest, "/tmp/r/report.json", nil},
+		{"pnpm run test:unit", "pnpm run test:unit --run --reporter=default --reporter=json --outputFile=/tmp/r/report.json", runnerVitest, "/tmp/r/report.json", nil},
+		{"npm run lint", "npm run lint", runnerOther, "/tmp/r/junit.xml", []string{junit}},
+		{"npm run pytest", "npm run pytest", runnerPytest, "/tmp/r/junit.xml", []string{junit}},
+		{"npm run gotest", "npm run gotest", runnerGo, "", []string{"GOFLAGS=-json"}},
+		{"make test", "make test", runnerGo, "", []string{"GOFLAGS=-json"}},
+		{"make -k test", "make -k test", runnerGo, "", []string{"GOFLAGS=-json"}},
+		{"make py", "make py", runnerPytest, "/tmp/r/junit.xml", []string{junit}},
+		{"make all", "make all", runnerOther, "/tmp/r/junit.xml", []string{junit}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.argv, func(t *testing.T) {
 			t.Parallel()
 			argv := strings.Fields(tt.argv)
 			orig := strings.Join(argv, " ")
-			got, kind, report := prepareCommand(dir, argv, tmp)
-			require.Equal(t, tt.want, strings.Join(got, " "))
-			require.Equal(t, tt.kind, kind, "runner")
-			require.Equal(t, tt.report, report, "report file")
+			got := prepare(dir, argv, tmp)
+			require.Equal(t, tt.want, strings.Join(got.argv, " "))
+			require.Equal(t, tt.kind, got.kind, "runner")
+			require.Equal(t, tt.report, got.report, "report file")
+			require.Equal(t, tt.env, got.env, "environment")
 			require.Equal(t, orig, strings.Join(argv, " "), "the caller's argv is not modified")
 		})
 	}
@@ -432,79 +450,26 @@ func processExits(t *testing.T, pid int, within time.Duration) bool {
 	}
 }
 
-func TestRunCommand(t *testing.T) {
+func TestRunKillsTheProcessGroup(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-
-	t.Run("exit code and combined output", func(t *testing.T) {
-		t.Parallel()
-		res, err := RunCommand(ctx, t.TempDir(), []string{"sh", "-c", "echo out; echo err >&2; echo \"$EXTRA\"; exit 3"}, time.Minute, proc.Confinement{Env: append(os.Environ(), "EXTRA=from env")})
-		require.NoError(t, err)
-		require.Equal(t, 3, res.ExitCode)
-		require.False(t, res.TimedOut)
-		require.Contains(t, res.Output, "out\n")
-		require.Contains(t, res.Output, "err\n")
-		require.Contains(t, res.Output, "from env\n")
-	})
-
-	t.Run("timeout kills the process group", func(t *testing.T) {
-		t.Parallel()
-		dir := t.TempDir()
-		pidFile := filepath.Join(dir, "pid")
-		res, err := RunCommand(ctx, dir, []string{"sh", "-c", "sleep 60 & echo $! > pid; echo waiting; wait"}, time.Second, proc.Confinement{})
-		require.NoError(t, err)
-		require.True(t, res.TimedOut)
-		require.Equal(t, -1, res.ExitCode)
-		require.Contains(t, res.Output, "waiting")
-		b, err := os.ReadFile(pidFile)
-		require.NoError(t, err, "the command wrote its child's pid")
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		require.NoError(t, err)
-		// On a busy machine the PID may already belong to another process:
-		// only a process that is still our "sleep 60" counts as alive.
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if string(cmdline) != "sleep\x0060\x00" {
-			return
-		}
-		require.True(t, processExits(t, pid, 10*time.Second), "the background child %d was killed with its group", pid)
-	})
-
-	t.Run("cancelled context", func(t *testing.T) {
-		t.Parallel()
-		cctx, cancel := context.WithCancel(ctx)
-		cancel()
-		_, err := RunCommand(cctx, t.TempDir(), []string{"sh", "-c", "exit 0"}, time.Minute, proc.Confinement{})
-		require.ErrorIs(t, err, context.Canceled)
-	})
-
-	t.Run("command not found", func(t *testing.T) {
-		t.Parallel()
-		_, err := RunCommand(ctx, t.TempDir(), []string{"taskloom-no-such-command"}, time.Minute, proc.Confinement{})
-		require.ErrorIs(t, err, exec.ErrNotFound)
-		_, err = RunCommand(ctx, t.TempDir(), nil, time.Minute, proc.Confinement{})
-		require.Error(t, err)
-	})
-
-	t.Run("long output is trimmed", func(t *testing.T) {
-		t.Parallel()
-		res, err := RunCommand(ctx, t.TempDir(), []string{"sh", "-c", "echo first; yes 0123456789 | head -n 300000; echo last"}, time.Minute, proc.Confinement{})
-		require.NoError(t, err)
-		require.Equal(t, 0, res.ExitCode)
-		require.LessOrEqual(t, len(res.Output), commandOutputLimit+100)
-		require.True(t, strings.HasPrefix(res.Output, "first\n"))
-		require.True(t, strings.HasSuffix(res.Output, "0123456789\nlast\n"))
-		require.True(t, strings.Contains(res.Output, " bytes omitted] …"), "the middle is cut out")
-	})
-
-	t.Run("lines of both streams stay whole", func(t *testing.T) {
-		t.Parallel()
-		var lines []string
-		res, err := runCommand(ctx, t.TempDir(), []string{"sh", "-c", `printf 'a1\na'; printf 'b1\n' >&2; printf '2\nno newline'`}, time.Minute, proc.Confinement{},
-			func(l string) { lines = append(lines, l) })
-		require.NoError(t, err)
-		require.ElementsMatch(t, []string{"a1", "a2", "b1", "no newline"}, lines)
-		require.Contains(t, res.Output, "a2\n")
-	})
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	v, err := Run(context.Background(), dir, Spec{Command: []string{"sh", "-c", "sleep 60 & echo $! > pid; echo waiting; wait"}}, &Opts{Timeout: time.Second})
+	require.NoError(t, err)
+	require.True(t, v.TimedOut)
+	require.False(t, v.Passed)
+	require.Contains(t, v.Output, "waiting")
+	b, err := os.ReadFile(pidFile)
+	require.NoError(t, err, "the command wrote its child's pid")
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	// On a busy machine the PID may already belong to another process:
+	// only a process that is still our "sleep 60" counts as alive.
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if string(cmdline) != "sleep\x0060\x00" {
+		return
+	}
+	require.True(t, processExits(t, pid, 10*time.Second), "the background child %d was killed with its group", pid)
 }
 
 // writeFiles writes files (path → content) under dir.
@@ -539,7 +504,7 @@ func TestVerifyGoTest(t *testing.T) {
 
 	t.Run("passing package, command derived from the test files", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, []string{"sum/sum.go", "sum/sum_test.go"}, []string{"sum/sum_test.go"}, VerifyOpts{Env: goEnv})
+		rep, err := Run(ctx, dir, Spec{TestFiles: []string{"sum/sum_test.go"}, FilesToCreate: []string{"sum/sum.go", "sum/sum_test.go"}}, &Opts{Env: goEnv})
 		require.NoError(t, err)
 		require.True(t, rep.Passed, "report: %+v", rep)
 		require.Equal(t, FormatGoJSON, rep.Format)
@@ -552,8 +517,7 @@ func TestVerifyGoTest(t *testing.T) {
 
 	t.Run("failing test and a missing file", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, []string{"sum/sum.go", "double/double.go", "double/README.md"}, nil,
-			VerifyOpts{Command: []string{"go", "test", "./sum", "./double"}, Env: goEnv})
+		rep, err := Run(ctx, dir, Spec{Command: []string{"go", "test", "./sum", "./double"}, FilesToCreate: []string{"sum/sum.go", "double/double.go", "double/README.md"}}, &Opts{Env: goEnv})
 		require.NoError(t, err)
 		require.False(t, rep.Passed)
 		require.Equal(t, FormatGoJSON, rep.Format)
@@ -570,14 +534,14 @@ func TestVerifyGoTest(t *testing.T) {
 		ec := rep.ErrorContext(2000)
 		require.LessOrEqual(t, len(ec), 2000)
 		require.Contains(t, ec, "missing files (files_to_create): double/README.md")
-		require.Contains(t, ec, "1 of 3 tests failed (go-json, exit code 1)")
+		require.Contains(t, ec, "1 of 3 tests failed (go test, exit code 1)")
 		require.Contains(t, ec, "--- FAIL: TestDouble (example.com/v/double)")
 		require.Contains(t, ec, "Double(2) = 5, want 4")
 	})
 
 	t.Run("package that does not compile", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, nil, []string{"broken/broken_test.go"}, VerifyOpts{Env: goEnv})
+		rep, err := Run(ctx, dir, Spec{TestFiles: []string{"broken/broken_test.go"}}, &Opts{Env: goEnv})
 		require.NoError(t, err)
 		require.False(t, rep.Passed)
 		require.Equal(t, FormatGoJSON, rep.Format)
@@ -590,34 +554,12 @@ func TestVerifyGoTest(t *testing.T) {
 
 	t.Run("package that does not exist", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, nil, []string{"gone/gone_test.go"}, VerifyOpts{Env: goEnv})
+		rep, err := Run(ctx, dir, Spec{TestFiles: []string{"gone/gone_test.go"}}, &Opts{Env: goEnv})
 		require.NoError(t, err)
 		require.False(t, rep.Passed)
 		require.NotZero(t, rep.ExitCode)
 		require.Contains(t, rep.ErrorContext(1000), "gone")
 	})
-}
-
-func TestVerifyPytest(t *testing.T) {
-	t.Parallel()
-	if err := exec.Command("python3", "-m", "pytest", "--version").Run(); err != nil {
-		t.Skipf("pytest is not installed (python3 -m pytest --version: %v); the pytest parsers are covered by testdata and fake runners", err)
-	}
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"calc.py": "def add(a, b):\n    return a - b\n",
-		"tests/test_calc.py": "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n\n\n" +
-			"def test_add():\n    assert add(2, 3) == 5\n",
-		"conftest.py": "",
-	})
-	rep, err := Verify(context.Background(), dir, []string{"calc.py"}, []string{"tests/test_calc.py"}, VerifyOpts{Timeout: time.Minute})
-	require.NoError(t, err)
-	require.False(t, rep.Passed)
-	require.Equal(t, FormatPytestJUnit, rep.Format)
-	require.Equal(t, 2, rep.Total)
-	require.Equal(t, 1, rep.Failed)
-	require.Equal(t, "test_add", rep.Failures[0].Name)
-	require.Contains(t, rep.Failures[0].Output, "assert -1 == 5")
 }
 
 // fakeRunner writes an executable script named name into a new bin
@@ -632,7 +574,7 @@ func fakeRunner(t *testing.T, name, script string) string {
 func TestVerifyReportFiles(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	testdata, err := filepath.Abs(filepath.Join("testdata", "verify"))
+	testdata, err := filepath.Abs("testdata")
 	require.NoError(t, err)
 
 	t.Run("pytest writes junit xml", func(t *testing.T) {
@@ -643,7 +585,7 @@ func TestVerifyReportFiles(t *testing.T) {
 echo "=== 1 failed in 0.01s ==="
 exit 1
 `)
-		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{filepath.Join(bin, "pytest"), "-q"}, Env: []string{"SAMPLES=" + testdata}})
+		rep, err := Run(ctx, t.TempDir(), Spec{Command: []string{filepath.Join(bin, "pytest"), "-q"}}, &Opts{Env: []string{"SAMPLES=" + testdata}})
 		require.NoError(t, err)
 		require.Equal(t, FormatPytestJUnit, rep.Format)
 		require.False(t, rep.Passed)
@@ -654,7 +596,7 @@ exit 1
 	t.Run("pytest without xml falls back to the summary", func(t *testing.T) {
 		t.Parallel()
 		bin := fakeRunner(t, "pytest", `cat "$SAMPLES/pytest_quiet.txt"; exit 1`)
-		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{filepath.Join(bin, "pytest")}, Env: []string{"SAMPLES=" + testdata}})
+		rep, err := Run(ctx, t.TempDir(), Spec{Command: []string{filepath.Join(bin, "pytest")}}, &Opts{Env: []string{"SAMPLES=" + testdata}})
 		require.NoError(t, err)
 		require.Equal(t, FormatPytestSummary, rep.Format)
 		require.Equal(t, 4, rep.Total)
@@ -668,7 +610,7 @@ exit 1
 echo "Tests: 1 failed, 3 passed, 5 total" >&2
 exit 1
 `)
-		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{filepath.Join(bin, "jest")}, Env: []string{"SAMPLES=" + testdata}})
+		rep, err := Run(ctx, t.TempDir(), Spec{Command: []string{filepath.Join(bin, "jest")}}, &Opts{Env: []string{"SAMPLES=" + testdata}})
 		require.NoError(t, err)
 		require.Equal(t, FormatJestJSON, rep.Format)
 		require.False(t, rep.Passed)
@@ -683,16 +625,16 @@ exit 1
 for a in "$@"; do case "$a" in --outputFile=*) cp "$SAMPLES/vitest_fail.json" "${a#--outputFile=}";; esac; done
 exit 1
 `)
-		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{filepath.Join(bin, "vitest")}, Env: []string{"SAMPLES=" + testdata}})
+		rep, err := Run(ctx, t.TempDir(), Spec{Command: []string{filepath.Join(bin, "vitest")}}, &Opts{Env: []string{"SAMPLES=" + testdata}})
 		require.NoError(t, err)
-		require.Equal(t, FormatJestJSON, rep.Format, "output: %s", rep.Output)
+		require.Equal(t, FormatVitestJSON, rep.Format, "output: %s", rep.Output)
 		require.Equal(t, 1, rep.Failed)
-		require.Equal(t, "refund negates the amount", rep.Failures[0].Name)
+		require.Equal(t, "refund > negates the amount", rep.Failures[0].Name)
 	})
 
 	t.Run("go test json from another command", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, t.TempDir(), nil, nil, VerifyOpts{Command: []string{"sh", "-c", `cat "$SAMPLES/go_fail.jsonl"; exit 1`}, Env: []string{"SAMPLES=" + testdata}})
+		rep, err := Run(ctx, t.TempDir(), Spec{Command: []string{"sh", "-c", `cat "$SAMPLES/go_fail.jsonl"; exit 1`}}, &Opts{Env: []string{"SAMPLES=" + testdata}})
 		require.NoError(t, err)
 		require.Equal(t, FormatGoJSON, rep.Format)
 		require.Equal(t, 2, rep.Failed)
@@ -707,7 +649,7 @@ func TestVerifyExitCode(t *testing.T) {
 
 	t.Run("nothing to run, files exist", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, []string{"a.txt", "./sub/b.txt"}, []string{"README.md"}, VerifyOpts{})
+		rep, err := Run(ctx, dir, Spec{TestFiles: []string{"README.md"}, FilesToCreate: []string{"a.txt", "./sub/b.txt"}}, &Opts{})
 		require.NoError(t, err)
 		require.True(t, rep.Passed)
 		require.Equal(t, FormatNone, rep.Format)
@@ -715,7 +657,7 @@ func TestVerifyExitCode(t *testing.T) {
 
 	t.Run("nothing to run, files missing", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, []string{"a.txt", "c.txt", "../a.txt"}, nil, VerifyOpts{})
+		rep, err := Run(ctx, dir, Spec{FilesToCreate: []string{"a.txt", "c.txt", "../a.txt"}}, &Opts{})
 		require.NoError(t, err)
 		require.False(t, rep.Passed)
 		require.Equal(t, []string{"c.txt", "../a.txt"}, rep.MissingFiles)
@@ -724,7 +666,7 @@ func TestVerifyExitCode(t *testing.T) {
 
 	t.Run("passing command", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, []string{"a.txt"}, nil, VerifyOpts{Command: []string{"true"}})
+		rep, err := Run(ctx, dir, Spec{Command: []string{"true"}, FilesToCreate: []string{"a.txt"}}, &Opts{})
 		require.NoError(t, err)
 		require.True(t, rep.Passed)
 		require.Equal(t, FormatExitCode, rep.Format)
@@ -732,17 +674,17 @@ func TestVerifyExitCode(t *testing.T) {
 
 	t.Run("failing command", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, nil, nil, VerifyOpts{Command: []string{"sh", "-c", "echo boom; exit 2"}})
+		rep, err := Run(ctx, dir, Spec{Command: []string{"sh", "-c", "echo boom; exit 2"}}, &Opts{})
 		require.NoError(t, err)
 		require.False(t, rep.Passed)
 		require.Equal(t, 2, rep.ExitCode)
 		require.Equal(t, FormatExitCode, rep.Format)
-		require.Equal(t, "the test command exited with code 2 (exit-code)\noutput:\nboom", rep.ErrorContext(1000))
+		require.Equal(t, "the test command exited with code 2 (exit code)\noutput:\nboom", rep.ErrorContext(1000))
 	})
 
 	t.Run("timeout", func(t *testing.T) {
 		t.Parallel()
-		rep, err := Verify(ctx, dir, nil, nil, VerifyOpts{Command: []string{"sh", "-c", "echo started; sleep 60"}, Timeout: 300 * time.Millisecond})
+		rep, err := Run(ctx, dir, Spec{Command: []string{"sh", "-c", "echo started; sleep 60"}}, &Opts{Timeout: 300 * time.Millisecond})
 		require.NoError(t, err)
 		require.False(t, rep.Passed)
 		require.True(t, rep.TimedOut)
@@ -754,7 +696,7 @@ func TestVerifyExitCode(t *testing.T) {
 
 	t.Run("command not found is an error", func(t *testing.T) {
 		t.Parallel()
-		_, err := Verify(ctx, dir, nil, nil, VerifyOpts{Command: []string{"taskloom-no-such-runner"}})
+		_, err := Run(ctx, dir, Spec{Command: []string{"taskloom-no-such-runner"}}, &Opts{})
 		require.ErrorIs(t, err, exec.ErrNotFound)
 	})
 
@@ -762,17 +704,17 @@ func TestVerifyExitCode(t *testing.T) {
 		t.Parallel()
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		_, err := Verify(cctx, dir, nil, nil, VerifyOpts{Command: []string{"true"}})
+		_, err := Run(cctx, dir, Spec{Command: []string{"true"}}, &Opts{})
 		require.True(t, errors.Is(err, context.Canceled), "err: %v", err)
 	})
 }
 
-func TestMergeReports(t *testing.T) {
+func TestMerge(t *testing.T) {
 	t.Parallel()
-	got := mergeReports(TestReport{Format: FormatNone}, []TestReport{
+	got := merge(Verdict{Format: FormatNone}, []Verdict{
 		{Passed: true, Format: FormatGoJSON, Total: 3, Output: "ok"},
 		{Format: FormatPytestJUnit, ExitCode: 1, Total: 2, Failed: 1, Skipped: 1,
-			Failures: []TestFailure{{Name: "test_a"}}, Output: "1 failed"},
+			Failures: []Failure{{Name: "test_a"}}, Output: "1 failed"},
 	})
 	require.False(t, got.Passed)
 	require.Equal(t, "go-json+pytest-junit", got.Format)
@@ -781,45 +723,45 @@ func TestMergeReports(t *testing.T) {
 	require.Equal(t, "ok\n1 failed", got.Output)
 	require.Len(t, got.Failures, 1)
 
-	passed := mergeReports(TestReport{}, []TestReport{{Passed: true, Format: FormatExitCode}})
+	passed := merge(Verdict{}, []Verdict{{Passed: true, Format: FormatExitCode}})
 	require.True(t, passed.Passed)
-	missing := mergeReports(TestReport{MissingFiles: []string{"a.go"}}, []TestReport{{Passed: true}})
+	missing := merge(Verdict{MissingFiles: []string{"a.go"}}, []Verdict{{Passed: true}})
 	require.False(t, missing.Passed)
 }
 
 func TestErrorContext(t *testing.T) {
 	t.Parallel()
-	many := make([]TestFailure, 40)
+	many := make([]Failure, 40)
 	for i := range many {
-		many[i] = TestFailure{Name: fmt.Sprintf("TestCase%02d", i), Package: "example.com/p",
+		many[i] = Failure{Name: fmt.Sprintf("TestCase%02d", i), Package: "example.com/p",
 			Output: fmt.Sprintf("case %02d: ", i) + strings.Repeat("x", 1000) + "\nend of case\n"}
 	}
 	tests := []struct {
 		name     string
-		report   TestReport
+		report   Verdict
 		limit    int
 		want     []string
 		wantNot  []string
 		wantFull string
 	}{
-		{name: "passed", report: TestReport{Passed: true, Output: "ok"}, limit: 100, wantFull: ""},
+		{name: "passed", report: Verdict{Passed: true, Output: "ok"}, limit: 100, wantFull: ""},
 		{name: "one failure", limit: 500,
-			report: TestReport{Format: FormatGoJSON, ExitCode: 1, Total: 3, Failed: 1,
-				Failures: []TestFailure{{Name: "TestA", Package: "p", Output: "    a_test.go:9: got 1, want 2\n--- FAIL: TestA (0.00s)\n"}}},
-			wantFull: "1 of 3 tests failed (go-json, exit code 1)\n--- FAIL: TestA (p)\n    a_test.go:9: got 1, want 2\n--- FAIL: TestA (0.00s)"},
-		{name: "many failures share the budget", limit: 3000, report: TestReport{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many},
+			report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 3, Failed: 1,
+				Failures: []Failure{{Name: "TestA", Package: "p", Output: "    a_test.go:9: got 1, want 2\n--- FAIL: TestA (0.00s)\n"}}},
+			wantFull: "1 of 3 tests failed (go test, exit code 1)\n--- FAIL: TestA (p)\n    a_test.go:9: got 1, want 2\n--- FAIL: TestA (0.00s)"},
+		{name: "many failures share the budget", limit: 3000, report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many},
 			want:    []string{"40 of 50 tests failed", "--- FAIL: TestCase00 (example.com/p)", "case 00: xxx", "end of case", "bytes elided", "… and ", "TestCase39"},
 			wantNot: []string{"--- FAIL: TestCase39"}},
-		{name: "no limit", limit: 0, report: TestReport{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many},
+		{name: "no limit", limit: 0, report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many},
 			want: []string{"--- FAIL: TestCase39", strings.Repeat("x", 1000)}, wantNot: []string{"elided", "more"}},
 		{name: "output when nothing was parsed", limit: 200,
-			report: TestReport{Format: FormatExitCode, ExitCode: 2, Output: "head line\n" + strings.Repeat("noise\n", 100) + "the real error\n"},
+			report: Verdict{Format: FormatExitCode, ExitCode: 2, Output: "head line\n" + strings.Repeat("noise\n", 100) + "the real error\n"},
 			want:   []string{"exited with code 2", "head line", "the real error", "bytes elided"}},
 		{name: "timeout and missing files", limit: 1000,
-			report: TestReport{Format: FormatGoJSON, TimedOut: true, ExitCode: -1, Duration: 1500 * time.Millisecond, MissingFiles: []string{"a.go", "b.go"},
-				Total: 1, Failed: 1, Failures: []TestFailure{{Name: "TestHang", Output: "(the test did not finish)\n"}}},
-			wantFull: "the tests timed out after 1.5s and were killed\nmissing files (files_to_create): a.go, b.go\n1 of 1 tests failed (go-json, exit code -1)\n--- FAIL: TestHang\n(the test did not finish)"},
-		{name: "tiny limit", limit: 40, report: TestReport{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many}},
+			report: Verdict{Format: FormatGoJSON, TimedOut: true, ExitCode: -1, Duration: 1500 * time.Millisecond, MissingFiles: []string{"a.go", "b.go"},
+				Total: 1, Failed: 1, Failures: []Failure{{Name: "TestHang", Output: "(the test did not finish)\n"}}},
+			wantFull: "the tests timed out after 1.5s and were killed\nmissing files (files_to_create): a.go, b.go\n1 of 1 tests failed (go test, exit code -1)\n--- FAIL: TestHang\n(the test did not finish)"},
+		{name: "tiny limit", limit: 40, report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -843,23 +785,4 @@ func TestErrorContext(t *testing.T) {
 			}
 		})
 	}
-}
-
-func ExampleTestReport_ErrorContext() {
-	report := TestReport{
-		Format: FormatGoJSON, ExitCode: 1, Total: 4, Failed: 1,
-		MissingFiles: []string{"cart/discount.go"},
-		Failures: []TestFailure{{
-			Name:    "TestTotal",
-			Package: "example.com/shop/cart",
-			Output:  "    cart_test.go:12: Total([1 2 3]) = 5, want 6\n--- FAIL: TestTotal (0.00s)\n",
-		}},
-	}
-	fmt.Println(report.ErrorContext(4000))
-	// Output:
-	// missing files (files_to_create): cart/discount.go
-	// 1 of 4 tests failed (go-json, exit code 1)
-	// --- FAIL: TestTotal (example.com/shop/cart)
-	//     cart_test.go:12: Total([1 2 3]) = 5, want 6
-	// --- FAIL: TestTotal (0.00s)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/verify"
 )
 
 // reviewOpts are the options of taskloom review.
@@ -386,7 +387,7 @@ func reasonText(reason string) string {
 }
 
 // testSummary sums up a verification in one line.
-func testSummary(r nodes.TestReport) string {
+func testSummary(r verify.Verdict) string {
 	var parts []string
 	switch {
 	case r.Passed:

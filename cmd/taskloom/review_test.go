@@ -19,6 +19,7 @@ import (
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/verify"
 )
 
 // reviewNote is the reviewer's note that the scripted model answers with a
@@ -504,8 +505,8 @@ func TestIsInteractive(t *testing.T) {
 
 func TestReviewShowOne(t *testing.T) {
 	t.Parallel()
-	failing := nodes.TestReport{ExitCode: 1, Format: "gotest", Total: 4, Failed: 1,
-		Failures: []nodes.TestFailure{{Name: "TestAdd", Package: "example/a", Output: "a_test.go:9: got 3, want 4"}},
+	failing := verify.Verdict{ExitCode: 1, Format: "gotest", Total: 4, Failed: 1,
+		Failures: []verify.Failure{{Name: "TestAdd", Package: "example/a", Output: "a_test.go:9: got 3, want 4"}},
 		Output:   "=== RUN   TestAdd\n    a_test.go:9: got 3, want 4\n--- FAIL: TestAdd (0.00s)\nFAIL\texample/a\t0.01s"}
 	failing.Output += strings.Repeat("\nmore output", 40)
 	for _, tc := range []struct {
@@ -538,7 +539,7 @@ func TestReviewShowOne(t *testing.T) {
 		name: "conflict",
 		e: escalation{
 			payload: nodes.EscalationPayload{TaskID: "T3", Title: "Merge", Reason: nodes.ReasonConflict, Error: "merge conflict with main in a.go", Attempts: 3, Attempt: "T3/3"},
-			attempt: &nodes.Attempt{TaskID: "T3", Attempt: 3, Conflicts: []string{"a.go", "b.go"}, Diff: "+y", Tests: &nodes.TestReport{Passed: true, Format: "exit-code"}},
+			attempt: &nodes.Attempt{TaskID: "T3", Attempt: 3, Conflicts: []string{"a.go", "b.go"}, Diff: "+y", Tests: &verify.Verdict{Passed: true, Format: "exit-code"}},
 		},
 		want: []string{"reason:   merge conflict that persists after retries\n", "attempts: 3\n", "tests:    passed, exit-code, exit code 0\n", "conflicting files:\n  │ a.go\n  │ b.go\n"},
 	}, {

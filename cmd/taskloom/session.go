@@ -28,6 +28,7 @@ import (
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/verify"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -177,13 +178,13 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 		ScheduleFunc: scheduler.PlanSchedule}
 	sandbox := worktree.ConfineOpts{EnvAllow: cfg.Sandbox.EnvAllow, Network: cfg.Sandbox.Network}
 	confine := func(dir string) (proc.Confinement, error) { return repo.Confine(dir, sandbox) }
-	verify := nodes.VerifyOpts{Command: cfg.Verify.Command, Timeout: cfg.Verify.Timeout.Duration, ConfineFunc: confine}
+	vopts := &verify.Opts{Timeout: cfg.Verify.Timeout.Duration, ConfineFunc: confine}
 	// An external agent CLI needs its provider key and the network; its
 	// writes are confined all the same.
 	cliSandbox := sandbox
 	cliSandbox.Keep, cliSandbox.Network = llm.KeyVariables(), true
 	cliConfine := func(dir string) (proc.Confinement, error) { return repo.Confine(dir, cliSandbox) }
-	worker, err := s.worker(model, runID, verify, confine, cliConfine)
+	worker, err := s.worker(model, runID, vopts, confine, cliConfine)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +210,8 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 		},
 		Repo:          repo,
 		Worker:        worker,
-		Verify:        verify,
+		VerifyCommand: cfg.Verify.Command,
+		VerifyOpts:    vopts,
 		BuildCommand:  cfg.BuildVerification.Command,
 		Workers:       meta.Workers,
 		MaxAttempts:   cfg.MaxAttempts,
@@ -221,7 +223,7 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 }
 
 // worker builds the configured worker.
-func (s *session) worker(model func() (llms.Model, error), runID string, verify nodes.VerifyOpts, confine, cliConfine agent.ConfineFunc) (agent.Worker, error) {
+func (s *session) worker(model func() (llms.Model, error), runID string, vopts *verify.Opts, confine, cliConfine agent.ConfineFunc) (agent.Worker, error) {
 	cfg := s.cfg
 	var w agent.Worker
 	switch cfg.Worker.Kind {
@@ -252,11 +254,11 @@ func (s *session) worker(model func() (llms.Model, error), runID string, verify 
 		MaxIterations:     cfg.Worker.Ralph.MaxIterations,
 		CompletionPromise: cfg.Worker.Ralph.CompletionPromise,
 		TestsPassFunc: func(ctx context.Context, dir string) (bool, string, error) {
-			rep, err := nodes.Verify(ctx, dir, nil, nil, verify)
+			v, err := verify.Run(ctx, dir, verify.Spec{Command: cfg.Verify.Command}, vopts)
 			if err != nil {
 				return false, "", err
 			}
-			return rep.Passed, rep.ErrorContext(4000), nil
+			return v.Passed, v.ErrorContext(4000), nil
 		},
 		DiffFunc: nodes.WorktreeDiff,
 		Logger:   s.logger,

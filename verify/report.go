@@ -1,0 +1,125 @@
+package verify
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrorContext renders why the verification failed, as the error text a
+// retry gets: the timeout, the missing files, the counts, and each
+// failing test with its output trimmed. When there are more failures
+// than fit, the last ones are listed by name. Without parsed failures it
+// shows the command's output instead. The text is at most max bytes
+// (max <= 0: no limit). It is "" for a verdict that passed.
+func (r Verdict) ErrorContext(max int) string {
+	return r.errorContext(max)
+}
+
+func (r Verdict) errorContext(limit int) string {
+	if r.Passed {
+		return ""
+	}
+	var b strings.Builder
+	if r.TimedOut {
+		fmt.Fprintf(&b, "the tests timed out after %s and were killed\n", r.Duration.Round(time.Millisecond))
+	}
+	if len(r.MissingFiles) > 0 {
+		fmt.Fprintf(&b, "missing files (files_to_create): %s\n", strings.Join(r.MissingFiles, ", "))
+	}
+	switch {
+	case r.Failed > 0 || len(r.Failures) > 0:
+		failed := max(r.Failed, len(r.Failures))
+		fmt.Fprintf(&b, "%d of %d tests failed (%s, exit code %d)\n", failed, max(r.Total, failed), r.Runner(), r.ExitCode)
+	case r.ExitCode != 0 && !r.TimedOut:
+		fmt.Fprintf(&b, "the test command exited with code %d (%s)\n", r.ExitCode, r.Runner())
+	}
+	header := b.String()
+	fit := func(s string) string {
+		s = strings.TrimSuffix(s, "\n")
+		if limit > 0 && len(s) > limit {
+			s = trimHeadTail(s, limit)
+		}
+		return s
+	}
+	budget := limit - len(header) // meaningful only when limit > 0
+	if limit > 0 && budget <= 0 {
+		return fit(header)
+	}
+
+	if len(r.Failures) == 0 {
+		const label = "output:\n"
+		out := strings.TrimSpace(r.Output)
+		if out == "" || limit > 0 && budget <= len(label)+len(elisionMarker(len(out))) {
+			return fit(header)
+		}
+		return fit(header + label + trimHeadTail(out, budget-len(label)))
+	}
+
+	const minPerFailure = 300
+	shown := len(r.Failures)
+	rest := ""
+	per := 0
+	for ; limit > 0; shown-- {
+		rest = restLine(r.Failures[shown:], budget/4)
+		per = (budget - len(rest)) / shown
+		if per >= minPerFailure || shown == 1 {
+			break
+		}
+	}
+	var body strings.Builder
+	for _, f := range r.Failures[:shown] {
+		title := "--- FAIL: " + f.Name
+		if f.Package != "" {
+			title += " (" + f.Package + ")"
+		}
+		title += "\n"
+		out := strings.Trim(f.Output, "\n")
+		if out != "" {
+			out += "\n"
+		}
+		if limit > 0 {
+			room := per - len(title)
+			if room <= len(elisionMarker(len(out))) && len(out) > room {
+				out = ""
+			} else {
+				out = trimHeadTail(out, room)
+			}
+		}
+		body.WriteString(title + out)
+	}
+	return fit(header + body.String() + rest)
+}
+
+// restLine names the failures left out of an error context, in at most
+// limit bytes (limit <= 0: no limit).
+func restLine(rest []Failure, limit int) string {
+	if len(rest) == 0 {
+		return ""
+	}
+	names := make([]string, len(rest))
+	for i, f := range rest {
+		names[i] = f.Name
+	}
+	s := fmt.Sprintf("… and %d more: %s\n", len(rest), strings.Join(names, ", "))
+	if limit > 0 && len(s) > limit {
+		s = fmt.Sprintf("… and %d more\n", len(rest))
+	}
+	return s
+}
+
+// Runner names the runners whose reports the verdict was read from, by
+// their own names ("go test", "pytest", "jest", "vitest"), joined by
+// "+"; "exit code" when no report was read.
+func (r Verdict) Runner() string {
+	var names []string
+	for f := range strings.SplitSeq(r.Format, "+") {
+		name := map[string]string{FormatGoJSON: "go test", FormatPytestJUnit: "pytest", FormatPytestSummary: "pytest",
+			FormatJestJSON: "jest", FormatVitestJSON: "vitest", FormatExitCode: "exit code", FormatNone: "no command"}[f]
+		if name == "" {
+			name = f
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, "+")
+}

@@ -1,0 +1,537 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/internal/proc"
+)
+
+// runner is the test runner behind a command.
+type runner int
+
+const (
+	runnerOther runner = iota
+	runnerGo
+	runnerPytest
+	runnerJest
+	runnerVitest
+)
+
+// format is the Format of a runner's machine-readable report.
+func (r runner) format() string {
+	switch r {
+	case runnerGo:
+		return FormatGoJSON
+	case runnerPytest:
+		return FormatPytestJUnit
+	case runnerJest:
+		return FormatJestJSON
+	case runnerVitest:
+		return FormatVitestJSON
+	}
+	return FormatExitCode
+}
+
+// detectRunner finds the test runner argv runs itself, and the index in
+// argv where options for it go.
+func detectRunner(argv []string) (runner, int) {
+	if len(argv) >= 2 && progName(argv[0]) == "go" && argv[1] == "test" {
+		return runnerGo, 2
+	}
+	for i, a := range argv {
+		switch progName(a) {
+		case "pytest", "py.test":
+			return runnerPytest, i + 1
+		case "jest":
+			return runnerJest, i + 1
+		case "vitest":
+			return runnerVitest, i + 1
+		}
+		if a == "-m" && i+1 < len(argv) && argv[i+1] == "pytest" {
+			return runnerPytest, i + 2
+		}
+	}
+	return runnerOther, 0
+}
+
+// progName is the name of a program path without its directory and its
+// script or executable extension.
+func progName(arg string) string {
+	base := path.Base(filepath.ToSlash(arg))
+	for _, ext := range []string{".exe", ".cmd", ".js", ".mjs", ".cjs"} {
+		base = strings.TrimSuffix(base, ext)
+	}
+	return base
+}
+
+// insertArgs returns argv with args inserted at i, in a new slice.
+func insertArgs(argv []string, i int, args ...string) []string {
+	out := make([]string, 0, len(argv)+len(args))
+	out = append(out, argv[:i]...)
+	out = append(out, args...)
+	return append(out, argv[i:]...)
+}
+
+// flagValue finds "--name=value" or "--name value" in argv.
+func flagValue(argv []string, names ...string) (string, bool) {
+	for i, a := range argv {
+		if a == "--" {
+			break
+		}
+		for _, name := range names {
+			if v, ok := strings.CutPrefix(a, name+"="); ok {
+				return v, true
+			}
+			if a == name && i+1 < len(argv) {
+				return argv[i+1], true
+			}
+		}
+	}
+	return "", false
+}
+
+// withGoJSON adds -json to a go test command (at i, just after "test")
+// unless it has it before -args.
+func withGoJSON(argv []string, i int) []string {
+	for _, a := range argv[i:] {
+		if a == "-args" || a == "--args" {
+			break
+		}
+		if a == "-json" || a == "--json" || a == "-json=true" || a == "--json=true" {
+			return argv
+		}
+	}
+	return insertArgs(argv, i, "-json")
+}
+
+// reportArgs returns the options that make a pytest, jest or vitest
+// command write its report to file. have holds the command's own
+// arguments after the runner; sub says whether they start with a vitest
+// subcommand.
+func reportArgs(kind runner, have []string, file string) []string {
+	switch kind {
+	case runnerPytest:
+		return []string{"--junitxml=" + file, "-o", "junit_family=xunit1"}
+	case runnerJest:
+		args := []string{"--outputFile=" + file}
+		if !slices.Contains(have, "--json") {
+			args = append([]string{"--json"}, args...)
+		}
+		return args
+	case runnerVitest:
+		args := []string{"--reporter=json", "--outputFile=" + file}
+		if _, ok := flagValue(have, "--reporter"); !ok {
+			args = append([]string{"--reporter=default"}, args...)
+		}
+		return args
+	}
+	return nil
+}
+
+// ownReport returns the report file a command names itself.
+func ownReport(kind runner, argv []string) (string, bool) {
+	switch kind {
+	case runnerPytest:
+		return flagValue(argv, "--junitxml", "--junit-xml")
+	case runnerJest, runnerVitest:
+		return flagValue(argv, "--outputFile")
+	}
+	return "", false
+}
+
+var vitestSubcommands = []string{"run", "watch", "dev", "related", "bench", "list"}
+
+// plan is a test command rewritten to get a machine-readable report.
+type plan struct {
+	argv []string
+	// env is added to the command's environment.
+	env  []string
+	kind runner
+	// report is the report file to read, if any.
+	report string
+}
+
+// prepare rewrites a test command (see Run), with report files in the
+// directory tmp. The caller's argv is not modified.
+func prepare(dir string, argv []string, tmp string) plan {
+	resolve := func(p string) string {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	if p, ok := prepareWrapper(dir, argv, tmp); ok {
+		return p
+	}
+	kind, at := detectRunner(argv)
+	switch kind {
+	case runnerGo:
+		return plan{argv: withGoJSON(argv, at), kind: kind}
+	case runnerPytest, runnerJest, runnerVitest:
+		if kind == runnerVitest {
+			if at < len(argv) && slices.Contains(vitestSubcommands, argv[at]) {
+				at++
+			} else {
+				argv = insertArgs(argv, at, "run")
+				at++
+			}
+		}
+		if p, ok := ownReport(kind, argv); ok {
+			return plan{argv: argv, kind: kind, report: resolve(p)}
+		}
+		file := filepath.Join(tmp, reportName(kind))
+		return plan{argv: insertArgs(argv, at, reportArgs(kind, argv[at:], file)...), kind: kind, report: file}
+	}
+	return pytestBehind(argv, runnerOther, tmp)
+}
+
+// pytestBehind is the plan of a command whose runner cannot be given
+// options: a pytest somewhere behind it writes its report all the same,
+// since pytest reads PYTEST_ADDOPTS wherever it is started from.
+func pytestBehind(argv []string, kind runner, tmp string) plan {
+	file := filepath.Join(tmp, reportName(runnerPytest))
+	return plan{argv: argv, kind: kind, report: file,
+		env: []string{"PYTEST_ADDOPTS=" + strings.Join(reportArgs(runnerPytest, nil, file), " ")}}
+}
+
+func reportName(kind runner) string {
+	if kind == runnerPytest {
+		return "junit.xml"
+	}
+	return "report.json"
+}
+
+// prepareWrapper rewrites npm, yarn and pnpm scripts and make targets for
+// the runner behind them. ok is false when argv is no such wrapper.
+func prepareWrapper(dir string, argv []string, tmp string) (plan, bool) {
+	if len(argv) < 2 {
+		return plan{}, false
+	}
+	prog := progName(argv[0])
+	if prog == "make" || prog == "gmake" {
+		return prepareMake(dir, argv, tmp), true
+	}
+	script, rest, ok := packageScript(prog, argv[1:])
+	if !ok {
+		return plan{}, false
+	}
+	body := readScript(dir, script)
+	kind, last, own := scriptRunner(body)
+	file := filepath.Join(tmp, reportName(kind))
+	switch {
+	case kind == runnerPytest:
+		return pytestBehind(argv, kind, tmp), true
+	case kind == runnerGo && !strings.Contains(body, "&&") && !strings.Contains(body, ";"):
+		return plan{argv: argv, kind: kind, env: []string{"GOFLAGS=-json"}}, true
+	case (kind == runnerJest || kind == runnerVitest) && last:
+		// Options after the script name go to the script's last command.
+		var extra []string
+		if kind == runnerVitest && !slices.ContainsFunc(own, func(a string) bool { return slices.Contains(vitestSubcommands, a) }) {
+			extra = append(extra, "--run")
+		}
+		extra = append(extra, reportArgs(kind, append(slices.Clone(own), rest...), file)...)
+		out := slices.Clone(argv)
+		if prog == "npm" && !slices.Contains(rest, "--") {
+			out = append(out, "--")
+		}
+		return plan{argv: append(out, extra...), kind: kind, report: file}, true
+	}
+	return pytestBehind(argv, runnerOther, tmp), true
+}
+
+// packageScript finds the package.json script a package manager command
+// runs: "npm test", "npm run test", "yarn test", "pnpm run test" and the
+// like. rest is what follows the script's name.
+func packageScript(prog string, args []string) (script string, rest []string, ok bool) {
+	switch prog {
+	case "npm", "yarn", "pnpm", "bun":
+	default:
+		return "", nil, false
+	}
+	if len(args) == 0 {
+		return "", nil, false
+	}
+	switch args[0] {
+	case "test", "t", "tst":
+		return "test", args[1:], true
+	case "run", "run-script", "rum", "urn":
+		if len(args) > 1 {
+			return args[1], args[2:], true
+		}
+	}
+	return "", nil, false
+}
+
+// readScript returns a package.json script of dir.
+func readScript(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return ""
+	}
+	var pkg struct {
+		Scripts map[string]string `json:"scripts"`
+	}
+	if json.Unmarshal(b, &pkg) != nil {
+		return ""
+	}
+	return pkg.Scripts[name]
+}
+
+var shellSeparators = regexp.MustCompile(`&&|\|\||[;|\n]`)
+
+// scriptRunner finds the test runner a shell script runs: the last
+// command that is one. last says whether that command ends the script
+// (options appended to the script reach it); own holds its arguments
+// after the runner.
+func scriptRunner(script string) (kind runner, last bool, own []string) {
+	parts := shellSeparators.Split(script, -1)
+	for i := len(parts) - 1; i >= 0; i-- {
+		fields := strings.Fields(parts[i])
+		// Leading VAR=value assignments do not change the program.
+		for len(fields) > 0 && strings.Contains(fields[0], "=") && !strings.HasPrefix(fields[0], "-") {
+			fields = fields[1:]
+		}
+		k, at := detectRunner(fields)
+		if k == runnerOther {
+			continue
+		}
+		return k, i == len(parts)-1, fields[at:]
+	}
+	return runnerOther, false, nil
+}
+
+// prepareMake looks into a make target's recipe: a recipe that runs go
+// test and no other go command gets GOFLAGS=-json, one that runs pytest
+// gets PYTEST_ADDOPTS.
+func prepareMake(dir string, argv []string, tmp string) plan {
+	var target string
+	for _, a := range argv[1:] {
+		if !strings.HasPrefix(a, "-") && !strings.Contains(a, "=") {
+			target = a
+			break
+		}
+	}
+	recipe := makeRecipe(dir, target)
+	goCmds := regexp.MustCompile(`(?:^|[\s;&|(])go\s+(\w+)`).FindAllStringSubmatch(recipe, -1)
+	onlyTest := len(goCmds) > 0
+	for _, m := range goCmds {
+		onlyTest = onlyTest && m[1] == "test"
+	}
+	if onlyTest {
+		return plan{argv: argv, kind: runnerGo, env: []string{"GOFLAGS=-json"}}
+	}
+	kind, _, _ := scriptRunner(recipe)
+	if kind != runnerPytest {
+		kind = runnerOther
+	}
+	return pytestBehind(argv, kind, tmp)
+}
+
+// makeRecipe returns the recipe lines of a target in dir's makefile
+// ("" for the first target). Variables are not expanded.
+func makeRecipe(dir, target string) string {
+	var data []byte
+	for _, name := range []string{"GNUmakefile", "makefile", "Makefile"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			data = b
+			break
+		}
+	}
+	var b strings.Builder
+	in := false
+	for l := range strings.Lines(string(data)) {
+		l = strings.TrimRight(l, "\r\n")
+		if strings.HasPrefix(l, "\t") {
+			if in {
+				b.WriteString(strings.TrimLeft(l, "\t@-+") + "\n")
+			}
+			continue
+		}
+		name, _, ok := strings.Cut(l, ":")
+		if !ok || strings.HasPrefix(l, "#") || strings.Contains(l, ":=") || strings.HasPrefix(strings.TrimSpace(name), ".") {
+			if strings.TrimSpace(l) != "" {
+				in = false
+			}
+			continue
+		}
+		names := strings.Fields(name)
+		in = (target == "" && b.Len() == 0 && len(names) > 0) || slices.Contains(names, target)
+		if target == "" && b.Len() > 0 {
+			in = false
+		}
+	}
+	return b.String()
+}
+
+// deriveCommands makes the test commands for a task's test files: go test
+// on the packages of *_test.go files, pytest on test_*.py and *_test.py
+// files, vitest (when package.json or a vitest.config.* mentions it) or
+// jest on *.test.* and *.spec.* JS/TS files.
+func deriveCommands(dir string, testFiles []string) [][]string {
+	var goPkgs, pyFiles, jsFiles []string
+	for _, f := range testFiles {
+		f = path.Clean(filepath.ToSlash(f))
+		base := path.Base(f)
+		switch {
+		case strings.HasSuffix(base, "_test.go"):
+			pkg := "./" + path.Dir(f)
+			if path.Dir(f) == "." {
+				pkg = "."
+			}
+			if !slices.Contains(goPkgs, pkg) {
+				goPkgs = append(goPkgs, pkg)
+			}
+		case strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")):
+			pyFiles = append(pyFiles, f)
+		case jsTestFile.MatchString(base):
+			jsFiles = append(jsFiles, f)
+		}
+	}
+	var cmds [][]string
+	if len(goPkgs) > 0 {
+		sort.Strings(goPkgs)
+		cmds = append(cmds, append([]string{"go", "test"}, goPkgs...))
+	}
+	if len(pyFiles) > 0 {
+		cmds = append(cmds, append([]string{"python3", "-m", "pytest"}, pyFiles...))
+	}
+	if len(jsFiles) > 0 {
+		if usesVitest(dir) {
+			cmds = append(cmds, append([]string{"npx", "--no", "vitest", "run"}, jsFiles...))
+		} else {
+			cmds = append(cmds, append([]string{"npx", "--no", "jest"}, jsFiles...))
+		}
+	}
+	return cmds
+}
+
+var jsTestFile = regexp.MustCompile(`\.(test|spec)\.(js|jsx|ts|tsx|mjs|cjs|mts|cts)$`)
+
+// usesVitest reports whether the JS project in dir uses vitest.
+func usesVitest(dir string) bool {
+	if m, _ := filepath.Glob(filepath.Join(dir, "vitest.config.*")); len(m) > 0 {
+		return true
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	return err == nil && bytes.Contains(b, []byte(`"vitest"`))
+}
+
+// runTests runs one test command and reads its results.
+func runTests(ctx context.Context, dir string, argv []string, timeout time.Duration, cf proc.Confinement) (Verdict, error) {
+	// Report files are written by the command, so they go where the
+	// sandbox lets it write.
+	tmp, err := os.MkdirTemp(cf.TempDir, "taskloom-verify-")
+	if err != nil {
+		return Verdict{}, fmt.Errorf("report dir: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	p := prepare(dir, argv, tmp)
+	if p.report != "" && !strings.HasPrefix(p.report, tmp) {
+		// The command's own report file: one left from before must not
+		// be read as this run's.
+		_ = os.Remove(p.report)
+	}
+	cf.Env = mergeEnv(cf.Env, p.env)
+
+	// Every command's output goes through the test2json parser: go test
+	// needs it, and another command may print go test -json output too.
+	gp := newGoTestParser()
+	res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Args: p.argv, Dir: dir, Timeout: timeout,
+		OutputLimit: commandOutputLimit, OnLine: gp.line}))
+	if err != nil {
+		return Verdict{}, fmt.Errorf("run %s: %w", strings.Join(argv, " "), err)
+	}
+	output := stripANSI(res.Output)
+	v := Verdict{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Duration: res.Duration,
+		Format: FormatExitCode, Output: trimHeadTail(output, reportOutputLimit)}
+
+	var parsed counts
+	ok := false
+	if p.report != "" {
+		if data, rerr := os.ReadFile(p.report); rerr == nil && len(data) > 0 {
+			kind := p.kind
+			if kind == runnerOther {
+				kind = runnerPytest // only PYTEST_ADDOPTS writes a report then
+			}
+			switch kind {
+			case runnerPytest:
+				parsed, err = parsePytestJUnit(data)
+			case runnerJest, runnerVitest:
+				parsed, err = parseJestJSON(data, dir, output)
+			}
+			v.Format = kind.format()
+			ok = err == nil
+			if err != nil {
+				v.Output = trimHeadTail(fmt.Sprintf("%s\n(unreadable %s report: %v)", v.Output, v.Format, err), reportOutputLimit)
+				v.Format = FormatExitCode
+			}
+		}
+	}
+	if !ok && gp.events > 0 {
+		parsed, ok = gp.finish(), true
+		v.Format = FormatGoJSON
+		v.Output = gp.text.String()
+	}
+	if !ok {
+		if c, found := parsePytestSummary(output); found {
+			parsed = c
+			v.Format = FormatPytestSummary
+		}
+	}
+	// The exit code is the verdict; what was parsed only explains a
+	// failure, and never turns a pass into a fail.
+	v.Passed = !v.TimedOut && v.ExitCode == 0
+	v.Total, v.Skipped = parsed.total, parsed.skipped
+	if !v.Passed {
+		v.Failed, v.Failures = parsed.failed, parsed.failures
+	}
+	if len(v.Failures) > maxReportedFailures {
+		v.Failures = v.Failures[:maxReportedFailures]
+	}
+	for i := range v.Failures {
+		// Report files are read back outside the runner, which redacted
+		// only what the command printed.
+		f := &v.Failures[i]
+		f.Package = relPaths(f.Package, dir)
+		f.Name = cf.Redactor.Redact(f.Name)
+		f.Output = trimHeadTail(cf.Redactor.Redact(trimFrames(relPaths(f.Output, dir))), failureOutputLimit)
+	}
+	v.Output = cf.Redactor.Redact(relPaths(v.Output, dir))
+	return v, nil
+}
+
+// mergeEnv adds extra to env. A variable both have gets both values,
+// space-separated, so that the user's GOFLAGS or PYTEST_ADDOPTS stay.
+func mergeEnv(env, extra []string) []string {
+	out := slices.Clone(env)
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		i := slices.IndexFunc(out, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		if i < 0 {
+			out = append(out, kv)
+			continue
+		}
+		if old := strings.TrimPrefix(out[i], k+"="); old != "" {
+			v = old + " " + v
+		}
+		out[i] = k + "=" + v
+	}
+	return out
+}
+
+// counts is what a parser gets out of a runner's report.
+type counts struct {
+	total, failed, skipped int
+	failures               []Failure
+}
