@@ -23,3 +23,15 @@ func FindRoot(ctx context.Context, dir string) (string, error) {
 	}
 	return root, nil
 }
+
+// ExcludeTaskloom adds ".taskloom/" to the info/exclude file of the
+// repository that contains dir, unless it is there.
+func ExcludeTaskloom(ctx context.Context, dir string) error {
+	m := &Manager{env: baseEnv("taskloom", "taskloom@localhost")}
+	common, err := m.git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return fmt.Errorf("find the git directory of %s: %w", dir, err)
+	}
+	m.commonDir = common
+	return m.ensureExcluded()
+}

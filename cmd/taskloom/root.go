@@ -63,15 +63,20 @@ var commands = []func(*app) *cobra.Command{
 	newRunsCmd,
 	newHistoryCmd,
 	newDoctorCmd,
+	newInitCmd,
+	newConfigCmd,
+	newVersionCmd,
 }
 
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
+		Version:       versionString(),
 		Use:           "taskloom",
 		Short:         "Turn a PRODUCT.md into working, tested code",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)

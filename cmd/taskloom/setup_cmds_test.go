@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, errOut := taskloom(t, args...)
+		require.Equal(t, exitOK, code, errOut)
+		require.True(t, strings.HasPrefix(out, "taskloom "), out)
+		require.Contains(t, out, "(commit ")
+		require.Contains(t, out, runtime.Version())
+	}
+}
+
+// TestGoInstallVersion installs taskloom as the README says, into a temp
+// GOBIN, and runs the installed binary's version.
+func TestGoInstallVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	bin := t.TempDir()
+	cmd := exec.Command("go", "install", "./")
+	// A checkout's build is stamped with its commit (this machine's
+	// GOFLAGS may turn that off).
+	cmd.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=-buildvcs=true")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(filepath.Join(bin, "taskloom"), "--version").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	if st, err := os.Stat("../../.git"); err == nil && st.IsDir() {
+		// A plain clone stamps the commit (a linked worktree does not).
+		require.Regexp(t, `^taskloom \S+ \(commit [0-9a-f]{12}(, modified)?\) go`, string(out))
+	} else {
+		require.Regexp(t, `^taskloom \S+ \(commit \S+\) go`, string(out))
+	}
+}
+
+func TestInit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	code, out, errOut := taskloom(t, "init", "--repo", dir)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, ".project-config.json")
+	data, err := os.ReadFile(filepath.Join(dir, ".project-config.json"))
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, json.Unmarshal(data, &cfg))
+	require.EqualValues(t, 3, cfg["max_attempts"])
+	exclude, err := os.ReadFile(filepath.Join(dir, ".git", "info", "exclude"))
+	require.NoError(t, err)
+	require.Contains(t, string(exclude), ".taskloom/")
+
+	// It never overwrites.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 9}`), 0o644))
+	code, _, errOut = taskloom(t, "init", "--repo", dir)
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "exists already")
+	require.Equal(t, "taskloom: "+filepath.Join(dir, ".project-config.json")+" exists already; edit it, or delete it to start over\n", errOut)
+
+	// Outside a git repo: one line, nothing written.
+	other := t.TempDir()
+	code, _, errOut = taskloom(t, "init", "--repo", other)
+	require.Equal(t, exitError, code)
+	require.Contains(t, errOut, "is not inside a git repository")
+	require.NoFileExists(t, filepath.Join(other, ".project-config.json"))
+}
+
+func TestConfigCommand(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 4, "database": {"url": "postgres://u:hunter2pw@db/x"}}`), 0o644))
+	t.Setenv("TASKLOOM_PARALLEL_WORKERS", "3")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-config-test-secret")
+	t.Setenv("OPENAI_API_KEY", "")
+	code, out, errOut := taskloom(t, "config", "--repo", dir, "--json", "--model", "scripted:x.json")
+	require.Equal(t, exitOK, code, errOut)
+	require.NotContains(t, out, "sk-ant-config-test-secret")
+	require.NotContains(t, out, "hunter2pw")
+	var rep struct {
+		Values  map[string]any    `json:"values"`
+		Sources map[string]string `json:"sources"`
+		Secrets map[string]string `json:"secrets"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.EqualValues(t, 4, rep.Values["max_attempts"])
+	require.EqualValues(t, 3, rep.Values["parallel_workers"])
+	require.Equal(t, "file", rep.Sources["max_attempts"])
+	require.Equal(t, "env", rep.Sources["parallel_workers"])
+	require.Equal(t, "flag", rep.Sources["model"])
+	require.Equal(t, "default", rep.Sources["verify.timeout"])
+	require.Equal(t, "set", rep.Secrets["ANTHROPIC_API_KEY"])
+	require.Equal(t, "unset", rep.Secrets["OPENAI_API_KEY"])
+
+	code, out, errOut = taskloom(t, "config", "--repo", dir)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "max_attempts = 4  (file)")
+	require.Contains(t, out, "ANTHROPIC_API_KEY: set")
+	require.NotContains(t, out, "sk-ant-config-test-secret")
+	require.NoDirExists(t, filepath.Join(dir, ".taskloom"), "config only reads")
+}
