@@ -43,6 +43,7 @@ type Config struct {
 	Verify            Verify            `json:"verify" mapstructure:"verify"`
 	BuildVerification BuildVerification `json:"build_verification" mapstructure:"build_verification"`
 	Database          Database          `json:"database" mapstructure:"database"`
+	LLM               LLM               `json:"llm" mapstructure:"llm"`
 	Sandbox           Sandbox           `json:"sandbox" mapstructure:"sandbox"`
 	Integrations      Integrations      `json:"integrations" mapstructure:"integrations"`
 
@@ -106,6 +107,29 @@ type Database struct {
 	// that became unreachable (a restarted server, a network blip) before
 	// it stops.
 	RetryFor Duration `json:"retry_for" mapstructure:"retry_for"`
+}
+
+// LLM configures the requests to a real model provider (SPEC §9). The
+// scripted model ignores it.
+type LLM struct {
+	// MaxTokens is the output limit each request asks for.
+	MaxTokens int `json:"max_tokens" mapstructure:"max_tokens"`
+	// RequestTimeout bounds one request; a streamed reply that keeps
+	// arriving is making progress and is not cut.
+	RequestTimeout Duration `json:"request_timeout" mapstructure:"request_timeout"`
+	// MaxRetries bounds the retries of a request that hit a rate limit, an
+	// overload, a server error, a reset or the request timeout; 0 retries
+	// nothing.
+	MaxRetries int `json:"max_retries" mapstructure:"max_retries"`
+	// RequestsPerMinute paces the requests of all workers of a run to one
+	// provider; 0 means no pacing beyond what the provider's 429s impose.
+	RequestsPerMinute int `json:"requests_per_minute" mapstructure:"requests_per_minute"`
+	// PromptCache marks the stable prefix of each request (system prompt,
+	// tools, the task) for the provider's prompt cache.
+	PromptCache bool `json:"prompt_cache" mapstructure:"prompt_cache"`
+	// APIKeyEnv names the environment variable whose value an
+	// openai-compatible server gets as its key; empty sends none.
+	APIKeyEnv string `json:"api_key_env" mapstructure:"api_key_env"`
 }
 
 // Sandbox confines the commands a worker runs and the verify and build
@@ -223,6 +247,8 @@ func Default() Config {
 		Verify:            Verify{Command: []string{"go", "test", "./..."}, Timeout: Duration{10 * time.Minute}},
 		BuildVerification: BuildVerification{Command: []string{"go", "build", "./..."}},
 		Database:          Database{URL: "", RetryFor: Duration{2 * time.Minute}},
+		LLM: LLM{MaxTokens: 16000, RequestTimeout: Duration{5 * time.Minute}, MaxRetries: 8, RequestsPerMinute: 0,
+			PromptCache: true, APIKeyEnv: ""},
 		Sandbox:           Sandbox{Network: false, EnvAllow: slices.Clone(DefaultEnvAllow)},
 		Integrations:      Integrations{Linear: Linear{Enabled: false, TeamID: "", CreateProject: true}},
 		Worktree:          Worktree{Include: []string{}},

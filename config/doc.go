@@ -46,7 +46,9 @@
 // "1h30m", parsed by time.ParseDuration) are positive; database.url is
 // empty, a postgres:// URL or a SQLite path; Linear needs team_id when
 // enabled; agent budgets are at least 0, context_window at least 1000 and
-// condense_threshold in (0, 1]; custom modes have a unique lowercase slug,
+// condense_threshold in (0, 1]; llm.max_tokens is at least 1,
+// llm.max_retries and llm.requests_per_minute at least 0, and
+// llm.api_key_env empty or a variable name; custom modes have a unique lowercase slug,
 // a name, known tool groups (ToolGroups) and a valid file_regex; worktree
 // globs are relative and valid.
 //

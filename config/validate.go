@@ -13,6 +13,9 @@ import (
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
+// envName is what llm.api_key_env may name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // Validate checks every rule of the config and returns a *ValidationError
 // listing each broken one as a *KeyError, or nil.
 func (c Config) Validate() error {
@@ -63,6 +66,13 @@ func (c Config) Validate() error {
 		}
 	}
 	p.positive("database.retry_for", c.Database.RetryFor)
+	p.atLeast("llm.max_tokens", c.LLM.MaxTokens, 1)
+	p.positive("llm.request_timeout", c.LLM.RequestTimeout)
+	p.atLeast("llm.max_retries", c.LLM.MaxRetries, 0)
+	p.atLeast("llm.requests_per_minute", c.LLM.RequestsPerMinute, 0)
+	if name := c.LLM.APIKeyEnv; name != "" && !envName.MatchString(name) {
+		p.add("llm.api_key_env", "must be empty or an environment variable name, got %q", name)
+	}
 	for i, name := range c.Sandbox.EnvAllow {
 		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "= \t") {
 			p.add(fmt.Sprintf("sandbox.env_allow[%d]", i), "must be an environment variable name, got %q", name)

@@ -294,7 +294,7 @@ func TestGuardAnthropicHistory(t *testing.T) {
 			llms.ToolCall{ID: "toolu_2", Type: "function", FunctionCall: &llms.FunctionCall{Name: "read_file", Arguments: `{"path":"b.go"}`}},
 		}},
 		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-			llms.ToolCallResponse{ToolCallID: "toolu_1", Name: "write_to_file", Content: "error: malformed"},
+			llms.ToolCallResponse{ToolCallID: "toolu_1", Name: "write_to_file", Content: MarkToolError("error: malformed")},
 			llms.ToolCallResponse{ToolCallID: "toolu_2", Name: "read_file", Content: "package b"},
 		}},
 		{Role: llms.ChatMessageTypeAI},
@@ -304,14 +304,25 @@ func TestGuardAnthropicHistory(t *testing.T) {
 	require.Equal(t, "ok", resp.Choices[0].Content)
 
 	var body struct {
-		System   string `json:"system"`
+		System   []map[string]any `json:"system"`
+		Tools    []map[string]any `json:"tools"`
 		Messages []struct {
 			Role    string           `json:"role"`
 			Content []map[string]any `json:"content"`
 		} `json:"messages"`
 	}
 	require.NoError(t, json.Unmarshal(srv.Requests()[0].Body, &body))
-	require.Equal(t, "be brief", body.System)
+	ephemeral := map[string]any{"type": "ephemeral"}
+	require.Equal(t, []map[string]any{{"type": "text", "text": "be brief", "cache_control": ephemeral}}, body.System,
+		"the system prompt is a cache breakpoint")
+	require.Equal(t, ephemeral, body.Tools[len(body.Tools)-1]["cache_control"], "the tools are a cache breakpoint")
+	require.Equal(t, ephemeral, body.Messages[0].Content[0]["cache_control"], "the task is a cache breakpoint")
+	last := body.Messages[2].Content
+	require.Equal(t, ephemeral, last[len(last)-1]["cache_control"], "the newest message is a cache breakpoint")
+	require.Nil(t, body.Messages[1].Content[0]["cache_control"])
+	require.Equal(t, true, body.Messages[2].Content[0]["is_error"], "a failed tool result says so")
+	require.Equal(t, "error: malformed", body.Messages[2].Content[0]["content"])
+	require.Nil(t, body.Messages[2].Content[1]["is_error"])
 	var roles []string
 	var types []string
 	for _, msg := range body.Messages {
@@ -344,7 +355,7 @@ func TestNewProviders(t *testing.T) {
 	require.ErrorIs(t, err, ErrMissingKey)
 	require.ErrorContains(t, err, "OPENAI_API_KEY")
 
-	// openai-compatible works without a key, at the spec's URL, with a placeholder.
+	// openai-compatible works without a key, at the spec's URL, and sends none.
 	srv := llmtest.NewServer(t, llmtest.OpenAIChat("hi from local"))
 	m, err := New(context.Background(), "openai-compatible:llama3.1:8b@"+srv.URL+"/v1", &Opts{GetenvFunc: noEnv})
 	require.NoError(t, err)
@@ -353,7 +364,7 @@ func TestNewProviders(t *testing.T) {
 	require.Equal(t, "hi from local", out)
 	req := srv.Requests()[0]
 	require.Equal(t, "/v1/chat/completions", req.Path)
-	require.Equal(t, "Bearer "+placeholderKey, req.Header.Get("Authorization"))
+	require.Empty(t, req.Header.Get("Authorization"))
 	require.Equal(t, "llama3.1:8b", req.JSON()["model"])
 
 	// Keys go where the provider wants them.

@@ -17,6 +17,9 @@ type Guarded struct {
 	model    llms.Model
 	provider string
 	redactor *Redactor
+	// maxTokens is asked for when a call sets no limit; 0 leaves the
+	// client's default.
+	maxTokens int
 }
 
 var _ llms.Model = (*Guarded)(nil)
@@ -38,8 +41,8 @@ func Guard(m llms.Model) *Guarded {
 	return &Guarded{model: m, provider: provider, redactor: NewEnvRedactor(nil)}
 }
 
-func guardProvider(m llms.Model, provider string, r *Redactor) *Guarded {
-	return &Guarded{model: m, provider: provider, redactor: r}
+func guardProvider(m llms.Model, provider string, r *Redactor, maxTokens int) *Guarded {
+	return &Guarded{model: m, provider: provider, redactor: r, maxTokens: maxTokens}
 }
 
 // Unwrap returns the wrapped model.
@@ -69,12 +72,26 @@ func (g *Guarded) GenerateContent(ctx context.Context, messages []llms.MessageCo
 			o.StreamingReasoningFunc = nil
 		})
 	}
+	if opts.MaxTokens == 0 && g.maxTokens > 0 {
+		// Anthropic's client would ask for 2,048, which cuts long files.
+		options = append(append([]llms.CallOption(nil), options...), llms.WithMaxTokens(g.maxTokens))
+	}
 	if g.provider == ProviderAnthropic {
 		messages = anthropicMessages(messages)
+	} else {
+		messages = unmarkToolErrors(messages)
 	}
 
+	ctx, info := withCallInfo(ctx)
 	resp, err := g.model.GenerateContent(ctx, messages, options...)
+	perr, sawUsage := info.result()
 	if err != nil {
+		if perr != nil {
+			// langchaingo keeps little of a failure (the openai client
+			// replaces network errors with a fixed text): the transport's
+			// account is the one to show.
+			err = perr
+		}
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
@@ -88,6 +105,9 @@ func (g *Guarded) GenerateContent(ctx context.Context, messages []llms.MessageCo
 	}
 	for _, c := range resp.Choices {
 		normalizeChoice(c)
+	}
+	if !sawUsage {
+		estimateUsage(resp.Choices[0], g.provider, messages, opts.Tools)
 	}
 
 	if deferStream {
@@ -104,6 +124,53 @@ func (g *Guarded) GenerateContent(ctx context.Context, messages []llms.MessageCo
 		}
 	}
 	return resp, nil
+}
+
+// estimateUsage fills in token counts a provider did not report (some
+// OpenAI-compatible servers send no usage), counted locally and marked
+// InfoUsageEstimated, so that budgets still see the tokens.
+func estimateUsage(c *llms.ContentChoice, provider string, messages []llms.MessageContent, tools []llms.Tool) {
+	if c.GenerationInfo == nil {
+		c.GenerationInfo = map[string]any{}
+	}
+	in := EstimatePromptTokens(messages) + EstimateToolTokens(tools)
+	out := EstimateReplyTokens(c)
+	if provider == ProviderAnthropic {
+		c.GenerationInfo["InputTokens"], c.GenerationInfo["OutputTokens"] = in, out
+		delete(c.GenerationInfo, "CacheReadInputTokens")
+		delete(c.GenerationInfo, "CacheCreationInputTokens")
+	} else {
+		c.GenerationInfo["PromptTokens"], c.GenerationInfo["CompletionTokens"] = in, out
+		c.GenerationInfo["TotalTokens"] = in + out
+		delete(c.GenerationInfo, "PromptCachedTokens")
+	}
+	c.GenerationInfo[InfoUsageEstimated] = true
+}
+
+// unmarkToolErrors drops MarkToolError's mark for providers whose API has
+// no is_error field.
+func unmarkToolErrors(in []llms.MessageContent) []llms.MessageContent {
+	var out []llms.MessageContent
+	for i, m := range in {
+		for j, p := range m.Parts {
+			r, ok := p.(llms.ToolCallResponse)
+			if !ok || !strings.HasPrefix(r.Content, isErrorMarker) {
+				continue
+			}
+			if out == nil {
+				out = append([]llms.MessageContent(nil), in...)
+			}
+			if &out[i].Parts[0] == &in[i].Parts[0] {
+				out[i].Parts = append([]llms.ContentPart(nil), m.Parts...)
+			}
+			r.Content = strings.TrimPrefix(r.Content, isErrorMarker)
+			out[i].Parts[j] = r
+		}
+	}
+	if out == nil {
+		return in
+	}
+	return out
 }
 
 // normalizeChoice gives every tool call the type "function", restores

@@ -43,14 +43,18 @@ func NewRedactor(secrets ...string) *Redactor {
 	return r
 }
 
-// NewEnvRedactor returns a Redactor for the values of KeyEnvVars read
-// through getenv (nil means os.Getenv).
-func NewEnvRedactor(getenv func(string) string) *Redactor {
+// NewEnvRedactor returns a Redactor for the values of KeyEnvVars and of
+// the extra variables (such as llm.api_key_env's), read through getenv
+// (nil means os.Getenv).
+func NewEnvRedactor(getenv func(string) string, extra ...string) *Redactor {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	var vals []string
-	for _, k := range KeyEnvVars {
+	for _, k := range append(append([]string(nil), KeyEnvVars...), extra...) {
+		if k == "" {
+			continue
+		}
 		vals = append(vals, getenv(k))
 	}
 	return NewRedactor(vals...)

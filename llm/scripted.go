@@ -100,7 +100,6 @@ func (m *Scripted) GenerateContent(ctx context.Context, messages []llms.MessageC
 	}
 
 	choice := &llms.ContentChoice{Content: r.Content, StopReason: "stop"}
-	completion := estimateTokens(r.Content)
 	for i, tc := range r.ToolCalls {
 		args, err := tc.ArgumentString()
 		if err != nil {
@@ -111,13 +110,12 @@ func (m *Scripted) GenerateContent(ctx context.Context, messages []llms.MessageC
 			Type:         "function",
 			FunctionCall: &llms.FunctionCall{Name: tc.Name, Arguments: args},
 		})
-		completion += estimateTokens(tc.Name) + estimateTokens(args)
 	}
 	if len(choice.ToolCalls) > 0 {
 		choice.StopReason = "tool_calls"
 		choice.FuncCall = choice.ToolCalls[0].FunctionCall
 	}
-	prompt := estimatePromptTokens(messages)
+	prompt, completion := EstimatePromptTokens(messages), EstimateReplyTokens(choice)
 	choice.GenerationInfo = map[string]any{
 		"PromptTokens":     prompt,
 		"CompletionTokens": completion,
@@ -155,32 +153,6 @@ func countAssistant(messages []llms.MessageContent) int {
 	for _, msg := range messages {
 		if msg.Role == llms.ChatMessageTypeAI {
 			n++
-		}
-	}
-	return n
-}
-
-// estimateTokens approximates a token count as one token per four bytes,
-// rounded up. It is an estimate for accounting, not a tokenizer.
-func estimateTokens(s string) int {
-	return (len(s) + 3) / 4
-}
-
-func estimatePromptTokens(messages []llms.MessageContent) int {
-	n := 0
-	for _, msg := range messages {
-		n += 4 // per-message overhead, roughly as chat APIs count it
-		for _, p := range msg.Parts {
-			switch p := p.(type) {
-			case llms.TextContent:
-				n += estimateTokens(p.Text)
-			case llms.ToolCall:
-				if p.FunctionCall != nil {
-					n += estimateTokens(p.FunctionCall.Name) + estimateTokens(p.FunctionCall.Arguments)
-				}
-			case llms.ToolCallResponse:
-				n += estimateTokens(p.Content)
-			}
 		}
 	}
 	return n

@@ -135,3 +135,14 @@ func isJSONObject(b []byte) bool {
 	b = bytes.TrimSpace(b)
 	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }
+
+// IsMaxTokens reports whether a stop reason says the reply was cut by the
+// output limit (Anthropic's "max_tokens", OpenAI's "length"). The tool
+// calls of such a reply are incomplete and must not be run.
+func IsMaxTokens(stop string) bool {
+	switch strings.ToLower(stop) {
+	case "max_tokens", "length", "model_length":
+		return true
+	}
+	return false
+}

@@ -3,12 +3,15 @@ package llm
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -24,103 +27,473 @@ const (
 	sseMaxLine = 64 << 20
 )
 
+// TransportOpts configures NewTransportWith; zero fields mean what each
+// field says.
+type TransportOpts struct {
+	// Provider is ProviderAnthropic, or ProviderOpenAI and
+	// ProviderOpenAICompatible (which share a wire format).
+	Provider string
+	// MaxRetries bounds the retries of a request; 0 retries nothing.
+	MaxRetries int
+	// RequestTimeout bounds each try of a request: its headers and its
+	// body, or, for a stream, each stretch without data. 0 means none.
+	RequestTimeout time.Duration
+	// Limiter paces requests and spreads a 429's pause to every request
+	// sharing it; nil paces nothing.
+	Limiter *Limiter
+	// PromptCache marks Anthropic requests for prompt caching.
+	PromptCache bool
+	// Backoff spaces retries a response did not time itself; zero means
+	// a 1s base and a 60s cap.
+	Backoff Backoff
+	// SleepFunc waits between tries; nil means a timer.
+	SleepFunc func(context.Context, time.Duration) error
+	// NowFunc reads the clock for retry-after dates; nil means time.Now.
+	NowFunc func() time.Time
+	// WaitFunc hears of every wait: each backoff before a retry, and each
+	// wait of a second or more for the limiter.
+	WaitFunc func(WaitInfo)
+	// Redactor cleans error bodies; nil uses the keys of the environment.
+	Redactor *Redactor
+}
+
+// WaitInfo describes a wait for a provider.
+type WaitInfo struct {
+	Provider string
+	// Reason is the kind of failure waited out (KindRateLimit,
+	// KindOverloaded, KindServer, KindReset, KindTimeout), or "pacing"
+	// for llm.requests_per_minute.
+	Reason string
+	Wait   time.Duration
+	// Retry is the number of the retry the wait precedes, from 1; 0 for
+	// the limiter.
+	Retry int
+	// Status is the HTTP status that caused the wait, if any.
+	Status int
+}
+
+// minReportedPacing is the shortest limiter wait reported to WaitFunc:
+// shorter ones are the normal spacing of requests, not worth a line.
+const minReportedPacing = time.Second
+
 // NewTransport returns an http.RoundTripper for langchaingo clients of the
-// given provider (ProviderAnthropic, or ProviderOpenAI and
-// ProviderOpenAICompatible) that rewrites traffic around langchaingo
-// v0.1.14's gaps. base nil means http.DefaultTransport. New installs it on
-// every provider model it builds; see the package doc for what it does.
+// given provider that rewrites traffic around langchaingo v0.1.14's gaps,
+// without retries, timeouts or caching; see NewTransportWith.
 func NewTransport(base http.RoundTripper, provider string) http.RoundTripper {
+	return NewTransportWith(base, &TransportOpts{Provider: provider})
+}
+
+// NewTransportWith returns the transport New installs in every provider
+// model: it retries failed requests in place (each retry sends the same
+// bytes), waits for the limiter, bounds each try by the request timeout,
+// refuses to send a key over plain http to anything but loopback, marks
+// Anthropic requests for prompt caching and failed tool results with
+// is_error, reads OpenAI-compatible replies leniently, and rewrites traffic
+// around langchaingo v0.1.14's gaps (see the package doc). base nil means
+// http.DefaultTransport.
+func NewTransportWith(base http.RoundTripper, opts *TransportOpts) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &guardTransport{base: base, anthropic: provider == ProviderAnthropic}
+	t := &guardTransport{base: base}
+	if opts != nil {
+		t.opts = *opts
+	}
+	t.anthropic = t.opts.Provider == ProviderAnthropic
+	if t.opts.Backoff.Base <= 0 {
+		t.opts.Backoff.Base = time.Second
+	}
+	if t.opts.Backoff.Max <= 0 {
+		t.opts.Backoff.Max = time.Minute
+	}
+	if t.opts.SleepFunc == nil {
+		t.opts.SleepFunc = sleepCtx
+	}
+	if t.opts.NowFunc == nil {
+		t.opts.NowFunc = time.Now
+	}
+	if t.opts.Redactor == nil {
+		t.opts.Redactor = NewEnvRedactor(nil)
+	}
+	return t
 }
 
 type guardTransport struct {
 	base      http.RoundTripper
+	opts      TransportOpts
 	anthropic bool
 }
 
+// failure is one failed try.
+type failure struct {
+	kind   string
+	status int
+	retry  bool
+	header http.Header
+	msg    string
+	err    error
+}
+
 func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if t.anthropic && req.Body != nil && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/messages") {
+	ctx := req.Context()
+	info := callInfoFrom(ctx)
+	if err := checkKey(req); err != nil {
+		return nil, err
+	}
+	var body []byte
+	if req.Body != nil {
 		var err error
-		if req, err = mergeAnthropicTurns(req); err != nil {
+		body, err = io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read %s request: %w", t.opts.Provider, err)
+		}
+		if t.anthropic && req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/messages") {
+			body = rewriteAnthropicRequest(body, t.opts.PromptCache)
+		}
+	}
+	for n := 0; ; n++ {
+		if l := t.opts.Limiter; l != nil {
+			waited, why, err := l.Wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if waited >= minReportedPacing {
+				t.report(WaitInfo{Reason: why, Wait: waited})
+			}
+		}
+		resp, f := t.try(ctx, req, body, info)
+		if f == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if !f.retry || n >= t.opts.MaxRetries {
+			perr := &ProviderError{Provider: t.opts.Provider, Status: f.status, Kind: f.kind, Message: f.msg,
+				Requests: n + 1, Retryable: f.retry, Err: f.err}
+			info.fail(perr)
+			return nil, perr
+		}
+		wait, timed := retryAfter(f.header, f.status, t.opts.NowFunc())
+		if !timed {
+			wait = t.opts.Backoff.Delay(n)
+		}
+		if f.kind == KindRateLimit && t.opts.Limiter != nil {
+			// A 429 is about the account, not this request: everyone
+			// sharing the limiter holds back.
+			t.opts.Limiter.Pause(wait)
+		}
+		t.report(WaitInfo{Reason: f.kind, Wait: wait, Retry: n + 1, Status: f.status})
+		if err := t.opts.SleepFunc(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
-	resp, err := t.base.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
-		return resp, err
+}
+
+func (t *guardTransport) report(w WaitInfo) {
+	if t.opts.WaitFunc != nil {
+		w.Provider = t.opts.Provider
+		t.opts.WaitFunc(w)
+	}
+}
+
+// try sends body once under the request timeout.
+func (t *guardTransport) try(ctx context.Context, req *http.Request, body []byte, info *callInfo) (*http.Response, *failure) {
+	actx, cancel := context.WithCancelCause(ctx)
+	var timer *time.Timer
+	if d := t.opts.RequestTimeout; d > 0 {
+		timer = time.AfterFunc(d, func() { cancel(errRequestTimeout) })
+	}
+	stop := func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		cancel(nil)
+	}
+	r := req.Clone(actx)
+	if r.Header.Get("Authorization") == "Bearer "+placeholderKey {
+		// langchaingo needs a key; an openai-compatible server without
+		// llm.api_key_env gets none.
+		r.Header.Del("Authorization")
+	}
+	if req.Body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		stop()
+		return nil, t.lost(actx, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		stop()
+		kind, retry := kindOfStatus(resp.StatusCode)
+		return nil, &failure{kind: kind, status: resp.StatusCode, retry: retry, header: resp.Header,
+			msg: t.opts.Redactor.Redact(errorMessage(data))}
+	}
+	if t.opts.Limiter != nil {
+		// A reply saying nothing is left until a reset pauses everyone
+		// until then, before the next request earns a 429.
+		if wait, ok := retryAfter(resp.Header, resp.StatusCode, t.opts.NowFunc()); ok {
+			t.opts.Limiter.Pause(wait)
+		}
+	}
+	if resp.Body == nil {
+		stop()
+		return resp, nil
 	}
 	br := bufio.NewReaderSize(resp.Body, 4096)
 	head, _ := br.Peek(16)
 	head = bytes.TrimLeft(head, " \t\r\n")
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
 		bytes.HasPrefix(head, []byte("data:")) || bytes.HasPrefix(head, []byte("event:")) || bytes.HasPrefix(head, []byte(":"))
-	switch {
-	case sse:
-		resp.Body = &sseRewriter{src: br, closer: resp.Body, anthropic: t.anthropic, tools: map[int]*strings.Builder{}}
+	if sse {
+		// A stream makes progress as long as data comes: each read
+		// restarts the timeout.
+		pb := &progressBody{r: br, c: resp.Body, timer: timer, timeout: t.opts.RequestTimeout, stop: stop, ctx: actx,
+			info: info, provider: t.opts.Provider}
+		resp.Body = &sseRewriter{src: bufio.NewReaderSize(pb, 4096), closer: pb, anthropic: t.anthropic,
+			tools: map[int]*strings.Builder{}, info: info}
 		resp.ContentLength = -1
 		resp.Header.Del("Content-Length")
-	case t.anthropic:
-		body, err := io.ReadAll(br)
-		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read anthropic response: %w", err)
-		}
-		body = fixAnthropicMessage(body)
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		resp.ContentLength = int64(len(body))
-		resp.Header.Del("Content-Length")
-	default:
-		resp.Body = struct {
-			io.Reader
-			io.Closer
-		}{br, resp.Body}
+		return resp, nil
 	}
+	data, err := io.ReadAll(br)
+	resp.Body.Close()
+	stop()
+	if err != nil {
+		return nil, t.lost(actx, err)
+	}
+	if t.anthropic {
+		data = fixAnthropicMessage(data)
+	} else {
+		data = fixOpenAIMessage(data)
+	}
+	info.sawUsage(hasUsage(data))
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	resp.ContentLength = int64(len(data))
+	resp.Header.Del("Content-Length")
 	return resp, nil
 }
 
-// mergeAnthropicTurns merges consecutive messages of the same role in an
-// Anthropic messages request into one turn, concatenating their content
-// blocks. The guarded model splits multi-part assistant and tool messages
-// into one part per message (langchaingo sends only the first part of a
-// message); this puts them back together so the request alternates roles.
-func mergeAnthropicTurns(req *http.Request) (*http.Request, error) {
-	body, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return nil, fmt.Errorf("read anthropic request: %w", err)
+// lost classifies a try that got no complete response.
+func (t *guardTransport) lost(actx context.Context, err error) *failure {
+	if errors.Is(context.Cause(actx), errRequestTimeout) {
+		return &failure{kind: KindTimeout, retry: true, err: errRequestTimeout,
+			msg: fmt.Sprintf("no complete response within llm.request_timeout (%s)", t.opts.RequestTimeout)}
 	}
-	out := body
+	return &failure{kind: KindReset, retry: true, err: err, msg: t.opts.Redactor.Redact(err.Error())}
+}
+
+// progressBody is a streamed response body whose timeout restarts with
+// every read that brings data.
+type progressBody struct {
+	r        io.Reader
+	c        io.Closer
+	timer    *time.Timer
+	timeout  time.Duration
+	stop     func()
+	ctx      context.Context
+	info     *callInfo
+	provider string
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 && b.timer != nil {
+		b.timer.Reset(b.timeout)
+	}
+	if err != nil && err != io.EOF {
+		kind := KindReset
+		if errors.Is(context.Cause(b.ctx), errRequestTimeout) {
+			kind, err = KindTimeout, fmt.Errorf("the stream stalled for llm.request_timeout (%s): %w", b.timeout, errRequestTimeout)
+		}
+		// Part of the reply was handed on already, so the request cannot
+		// be retried in place.
+		b.info.fail(&ProviderError{Provider: b.provider, Kind: kind, Message: err.Error(), Requests: 1, Err: err})
+	}
+	return n, err
+}
+
+func (b *progressBody) Close() error {
+	err := b.c.Close()
+	b.stop()
+	return err
+}
+
+// checkKey refuses a request that would send a key over plain http to a
+// host other than loopback.
+func checkKey(req *http.Request) error {
+	if req.URL.Scheme != "http" || isLoopback(req.URL.Hostname()) {
+		return nil
+	}
+	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
+		v := req.Header.Get(h)
+		if v != "" && v != "Bearer "+placeholderKey {
+			return fmt.Errorf("%w: refusing to send an API key over plain http to %s; use https, or a loopback address", ErrInsecureKey, req.URL.Host)
+		}
+	}
+	return nil
+}
+
+// ErrInsecureKey is wrapped by the error of a request that would send a
+// key over plain http to a host other than loopback.
+var ErrInsecureKey = errors.New("insecure API key transport")
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isErrorMarker starts the content of a failed tool result on its way to
+// the transport, which turns it into Anthropic's is_error (MarkToolError).
+const isErrorMarker = "\x00taskloom:is_error\x00"
+
+// MarkToolError marks the content of a failed tool result, so that the
+// Anthropic request says is_error: true. Providers without the field (and
+// the scripted model) get the content without the mark.
+func MarkToolError(content string) string { return isErrorMarker + content }
+
+// rewriteAnthropicRequest reshapes a messages request: consecutive
+// messages of one role become one turn (the guarded model splits
+// multi-part messages, since langchaingo sends only the first part),
+// marked tool results get is_error, and with cache the stable prefix gets
+// cache_control breakpoints: the tools, the system prompt, the first user
+// message (the task), and the newest message, so that each turn reads the
+// conversation so far from the cache. That is Anthropic's maximum of four.
+// A body it does not understand is sent as it is.
+func rewriteAnthropicRequest(body []byte, cache bool) []byte {
 	var payload map[string]json.RawMessage
-	if json.Unmarshal(body, &payload) == nil {
-		var msgs []struct {
-			Role    string            `json:"role"`
-			Content []json.RawMessage `json:"content"`
+	if json.Unmarshal(body, &payload) != nil {
+		return body
+	}
+	type message struct {
+		Role    string                       `json:"role"`
+		Content []map[string]json.RawMessage `json:"content"`
+	}
+	var msgs []message
+	if raw, ok := payload["messages"]; !ok || json.Unmarshal(raw, &msgs) != nil {
+		return body
+	}
+	merged := msgs[:0]
+	for _, m := range msgs {
+		if n := len(merged); n > 0 && merged[n-1].Role == m.Role {
+			merged[n-1].Content = append(merged[n-1].Content, m.Content...)
+			continue
 		}
-		if raw, ok := payload["messages"]; ok && json.Unmarshal(raw, &msgs) == nil {
-			merged := msgs[:0]
-			for _, m := range msgs {
-				if n := len(merged); n > 0 && merged[n-1].Role == m.Role {
-					merged[n-1].Content = append(merged[n-1].Content, m.Content...)
-					continue
-				}
-				merged = append(merged, m)
+		merged = append(merged, m)
+	}
+	for _, m := range merged {
+		for _, b := range m.Content {
+			var typ, content string
+			_ = json.Unmarshal(b["type"], &typ)
+			if typ != "tool_result" || json.Unmarshal(b["content"], &content) != nil {
+				continue
 			}
-			if b, err := json.Marshal(merged); err == nil {
-				payload["messages"] = b
-				if b, err := json.Marshal(payload); err == nil {
-					out = b
-				}
+			if rest, ok := strings.CutPrefix(content, isErrorMarker); ok {
+				b["content"], _ = json.Marshal(rest)
+				b["is_error"] = json.RawMessage("true")
 			}
 		}
 	}
-	r2 := req.Clone(req.Context())
-	r2.Body = io.NopCloser(bytes.NewReader(out))
-	r2.ContentLength = int64(len(out))
-	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(out)), nil }
-	return r2, nil
+	ephemeral := json.RawMessage(`{"type":"ephemeral"}`)
+	if cache {
+		var system string
+		if json.Unmarshal(payload["system"], &system) == nil && system != "" {
+			payload["system"], _ = json.Marshal([]map[string]any{{"type": "text", "text": system, "cache_control": ephemeral}})
+		}
+		var tools []map[string]json.RawMessage
+		if json.Unmarshal(payload["tools"], &tools) == nil && len(tools) > 0 {
+			tools[len(tools)-1]["cache_control"] = ephemeral
+			payload["tools"], _ = json.Marshal(tools)
+		}
+		if len(merged) > 0 && len(merged[0].Content) > 0 {
+			merged[0].Content[0]["cache_control"] = ephemeral
+		}
+		if n := len(merged); n > 1 && len(merged[n-1].Content) > 0 {
+			last := merged[n-1].Content
+			last[len(last)-1]["cache_control"] = ephemeral
+		}
+	}
+	b, err := json.Marshal(merged)
+	if err != nil {
+		return body
+	}
+	payload["messages"] = b
+	out, err := json.Marshal(payload)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// fixOpenAIMessage reads a chat.completion leniently: tool-call arguments
+// sent as a JSON object or array (some compatible servers do) become the
+// string langchaingo expects. It returns body unchanged when there is
+// nothing to fix.
+func fixOpenAIMessage(body []byte) []byte {
+	var resp map[string]json.RawMessage
+	if json.Unmarshal(body, &resp) != nil {
+		return body
+	}
+	var choices []map[string]json.RawMessage
+	if json.Unmarshal(resp["choices"], &choices) != nil {
+		return body
+	}
+	changed := false
+	for _, c := range choices {
+		var msg map[string]json.RawMessage
+		if json.Unmarshal(c["message"], &msg) != nil {
+			continue
+		}
+		var calls []map[string]json.RawMessage
+		if json.Unmarshal(msg["tool_calls"], &calls) != nil {
+			continue
+		}
+		fixed := false
+		for _, tc := range calls {
+			var fn map[string]json.RawMessage
+			if json.Unmarshal(tc["function"], &fn) != nil {
+				continue
+			}
+			args := bytes.TrimSpace(fn["arguments"])
+			if len(args) == 0 || args[0] == '"' || string(args) == "null" {
+				continue
+			}
+			fn["arguments"], _ = json.Marshal(string(args))
+			tc["function"], _ = json.Marshal(fn)
+			fixed = true
+		}
+		if fixed {
+			msg["tool_calls"], _ = json.Marshal(calls)
+			c["message"], _ = json.Marshal(msg)
+			changed = true
+		}
+	}
+	if !changed {
+		return body
+	}
+	resp["choices"], _ = json.Marshal(choices)
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// hasUsage reports whether a response body carries a usage object.
+func hasUsage(body []byte) bool {
+	var v struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	return json.Unmarshal(body, &v) == nil && len(v.Usage) > 0 && string(v.Usage) != "null"
 }
 
 // fixAnthropicMessage rewrites every tool_use block whose input is not a
@@ -186,6 +559,7 @@ type sseRewriter struct {
 	err          error
 	pendingEvent string                   // an "event:" line waiting for its data line
 	tools        map[int]*strings.Builder // Anthropic tool_use blocks by index
+	info         *callInfo                // told when a usage object streams by
 }
 
 func (r *sseRewriter) Close() error { return r.closer.Close() }
@@ -239,6 +613,9 @@ func (r *sseRewriter) process(line string) {
 		return
 	case strings.HasPrefix(body, "data:"):
 		data := strings.TrimPrefix(strings.TrimPrefix(body, "data:"), " ")
+		if strings.Contains(data, `"usage"`) {
+			r.info.sawUsage(hasStreamUsage(data))
+		}
 		events := r.transform(data, len(body) > sseSplitOver)
 		for i, ev := range events {
 			if i > 0 {
@@ -262,6 +639,19 @@ func (r *sseRewriter) process(line string) {
 		return // a comment or field line langchaingo would choke on and then ignore
 	}
 	r.out.WriteString(line)
+}
+
+// hasStreamUsage reports whether a stream event carries usage: at the top
+// (OpenAI's last chunk, Anthropic's message_delta) or in message_start's
+// message.
+func hasStreamUsage(data string) bool {
+	if hasUsage([]byte(data)) {
+		return true
+	}
+	var v struct {
+		Message json.RawMessage `json:"message"`
+	}
+	return json.Unmarshal([]byte(data), &v) == nil && len(v.Message) > 0 && hasUsage(v.Message)
 }
 
 type sseEvent struct {
