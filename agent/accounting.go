@@ -5,14 +5,23 @@ import (
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/taskloom/taskloom/llm"
 )
 
-// Usage counts model calls, tokens and cost.
+// Usage counts model calls, tokens and cost. InputTokens excludes the
+// tokens read from or written to the provider's prompt cache, which are
+// counted apart.
 type Usage struct {
-	Calls        int     `json:"calls"`
-	InputTokens  int     `json:"input_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"`
+	Calls            int     `json:"calls"`
+	InputTokens      int     `json:"input_tokens"`
+	OutputTokens     int     `json:"output_tokens"`
+	CacheReadTokens  int     `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+	// Estimated: a call's provider reported no usage, so its tokens were
+	// counted locally.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Add adds o to u.
@@ -20,63 +29,41 @@ func (u *Usage) Add(o Usage) {
 	u.Calls += o.Calls
 	u.InputTokens += o.InputTokens
 	u.OutputTokens += o.OutputTokens
+	u.CacheReadTokens += o.CacheReadTokens
+	u.CacheWriteTokens += o.CacheWriteTokens
 	u.CostUSD += o.CostUSD
+	u.Estimated = u.Estimated || o.Estimated
 }
 
-// Tokens returns input plus output tokens.
-func (u Usage) Tokens() int { return u.InputTokens + u.OutputTokens }
+// Sub returns u minus o: what was used since o was read. Estimated stays
+// u's.
+func (u Usage) Sub(o Usage) Usage {
+	return Usage{Calls: u.Calls - o.Calls, InputTokens: u.InputTokens - o.InputTokens, OutputTokens: u.OutputTokens - o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens - o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - o.CacheWriteTokens,
+		CostUSD: u.CostUSD - o.CostUSD, Estimated: u.Estimated}
+}
+
+// Tokens returns every token the calls processed: input, output and the
+// cached input read or written. Budgets count these.
+func (u Usage) Tokens() int {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
 
 // Pricing turns token counts into a cost. Prices are in US dollars per
 // million tokens.
-type Pricing struct {
-	InputPerMTok  float64
-	OutputPerMTok float64
-}
+type Pricing = llm.Price
 
-// Cost returns the cost of in input and out output tokens.
-func (p Pricing) Cost(in, out int) float64 {
-	return float64(in)*p.InputPerMTok/1e6 + float64(out)*p.OutputPerMTok/1e6
-}
-
-// usageFromResponse reads the token counts providers put in a choice's
-// GenerationInfo: OpenAI's PromptTokens/CompletionTokens, Anthropic's
-// InputTokens/OutputTokens. A count that is absent is estimated from the
-// request and reply sizes.
+// usageFromResponse reads the usage a provider reported (llm.UsageOf). A
+// response without any counts is estimated from the request and reply
+// sizes, and marked so.
 func usageFromResponse(resp *llms.ContentResponse, estIn, estOut int, price Pricing) Usage {
-	u := Usage{Calls: 1}
-	in, out := -1, -1
-	if resp != nil && len(resp.Choices) > 0 && resp.Choices[0] != nil {
-		gi := resp.Choices[0].GenerationInfo
-		in = firstInt(gi, "PromptTokens", "InputTokens", "prompt_tokens", "input_tokens")
-		out = firstInt(gi, "CompletionTokens", "OutputTokens", "completion_tokens", "output_tokens")
+	lu := llm.UsageOf(resp, "")
+	if lu == (llm.Usage{}) {
+		lu = llm.Usage{InputTokens: estIn, OutputTokens: estOut, Estimated: true}
 	}
-	if in < 0 {
-		in = estIn
-	}
-	if out < 0 {
-		out = estOut
-	}
-	u.InputTokens, u.OutputTokens = in, out
-	u.CostUSD = price.Cost(in, out)
-	return u
-}
-
-func firstInt(m map[string]any, keys ...string) int {
-	for _, k := range keys {
-		switch v := m[k].(type) {
-		case int:
-			return v
-		case int32:
-			return int(v)
-		case int64:
-			return int(v)
-		case float64:
-			return int(v)
-		case float32:
-			return int(v)
-		}
-	}
-	return -1
+	return Usage{Calls: 1, InputTokens: lu.InputTokens, OutputTokens: lu.OutputTokens,
+		CacheReadTokens: lu.CacheReadTokens, CacheWriteTokens: lu.CacheWriteTokens,
+		CostUSD: price.Cost(lu), Estimated: lu.Estimated}
 }
 
 // Accounting aggregates usage per conversation, per task and per run. It is

@@ -34,6 +34,11 @@ const (
 	ReasonCancelled Reason = "cancelled"
 	// ReasonError: the model or the store failed.
 	ReasonError Reason = "error"
+	// ReasonProvider: the model provider kept failing (rate limits,
+	// overload, outages) after the retries llm.max_retries allows, or
+	// refused the request. The conversation can be resumed where it
+	// stopped.
+	ReasonProvider Reason = "provider"
 )
 
 // ErrExists is returned by Run for a conversation ID the store already
@@ -145,7 +150,7 @@ func (o *Opts) withDefaults() Opts {
 	}
 	if r.Pricing == (Pricing{}) && r.Model != "" {
 		if p, ok := llm.PriceOf(r.Model); ok {
-			r.Pricing = Pricing{InputPerMTok: p.InputPerMTok, OutputPerMTok: p.OutputPerMTok}
+			r.Pricing = p
 		}
 	}
 	if r.Logger == nil {

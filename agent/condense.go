@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/taskloom/taskloom/llm"
 )
 
 // CondenseRequest is the first user message of a condensation call. Scripts
@@ -27,7 +29,7 @@ Write plain text. Do not call tools.`
 // failed condensation is recorded and the conversation goes on.
 func (c *conv) maybeCondense(ctx context.Context) error {
 	limit := int(float64(c.a.opts.ContextWindow) * c.a.opts.CondenseThreshold)
-	est := estimateMessages(c.request()) + estimateTools(c.tools)
+	est := llm.EstimatePromptTokens(c.request()) + llm.EstimateToolTokens(c.tools)
 	if est <= limit {
 		return nil
 	}
@@ -99,13 +101,18 @@ func (c *conv) condense(ctx context.Context, est, limit int) error {
 		c.a.log.WarnContext(ctx, "condensation failed", c.logAttrs(slog.String("error", err.Error()))...)
 		return nil
 	}
-	summary := ""
+	summary, stop := "", ""
 	if len(resp.Choices) > 0 && resp.Choices[0] != nil {
-		summary = strings.TrimSpace(resp.Choices[0].Content)
+		summary, stop = strings.TrimSpace(resp.Choices[0].Content), resp.Choices[0].StopReason
 	}
-	u := usageFromResponse(resp, estimateMessages(req), estimateText(summary), c.a.opts.Pricing)
+	u := usageFromResponse(resp, llm.EstimatePromptTokens(req), llm.EstimateTokens(summary), c.a.opts.Pricing)
 	c.rec.Meta.Usage.Add(u)
 	c.budget.used.Add(u)
+	if llm.IsMaxTokens(stop) {
+		// A summary cut short would silently drop what came last.
+		c.say(SayError, "Condensation was cut off at the output token limit, continuing with the full history.")
+		return nil
+	}
 	if summary == "" {
 		c.say(SayError, "Condensation returned an empty summary, continuing with the full history.")
 		return nil
@@ -126,7 +133,7 @@ func (c *conv) condense(ctx context.Context, est, limit int) error {
 	msg := APIMessage{Role: RoleUser, TS: c.now(), IsSummary: true, CondenseID: id, Content: []Block{{Type: BlockText, Text: text}}}
 	c.rec.API = append(api[:boundary], append([]APIMessage{msg}, api[boundary:]...)...)
 
-	after := estimateMessages(c.request()) + estimateTools(c.tools)
+	after := llm.EstimatePromptTokens(c.request()) + llm.EstimateToolTokens(c.tools)
 	ui := c.say(SayCondense, text)
 	ui.Tokens = &u
 	c.a.log.InfoContext(ctx, "condensed context", c.logAttrs(slog.Int("condensation", n), slog.Int("messages", count),

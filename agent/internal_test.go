@@ -230,7 +230,7 @@ func TestFrontMatter(t *testing.T) {
 func TestPricingFromModel(t *testing.T) {
 	t.Parallel()
 	o := (&Opts{Model: "anthropic:claude-sonnet-4-5"}).withDefaults()
-	require.Equal(t, Pricing{InputPerMTok: 3, OutputPerMTok: 15}, o.Pricing)
+	require.Equal(t, Pricing{InputPerMTok: 3, OutputPerMTok: 15, CacheReadPerMTok: 0.3, CacheWritePerMTok: 3.75}, o.Pricing)
 	o = (&Opts{Model: "scripted:x.json"}).withDefaults()
 	require.Equal(t, Pricing{}, o.Pricing)
 	o = (&Opts{Model: "openai:gpt-4o", Pricing: Pricing{InputPerMTok: 1}}).withDefaults()

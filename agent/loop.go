@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/taskloom/taskloom/llm"
 )
 
 // conv is one conversation while it runs.
@@ -100,6 +102,12 @@ func (c *conv) loop(ctx context.Context) (*Result, error) {
 			if ctx.Err() != nil {
 				return c.stop(ctx, ReasonCancelled, "the context ended: "+ctx.Err().Error(), ctx.Err())
 			}
+			var perr *llm.ProviderError
+			if errors.As(err, &perr) {
+				// Not the conversation's doing: it stops where it is, to
+				// be resumed once the provider is back.
+				return c.stop(ctx, ReasonProvider, err.Error(), nil)
+			}
 			return c.stop(ctx, ReasonError, err.Error(), err)
 		}
 		if end != nil {
@@ -122,7 +130,7 @@ type ending struct {
 // store failed.
 func (c *conv) turn(ctx context.Context) (*ending, error) {
 	msgs := c.request()
-	estIn := estimateMessages(msgs) + estimateTools(c.tools)
+	estIn := llm.EstimatePromptTokens(msgs) + llm.EstimateToolTokens(c.tools)
 	resp, err := c.a.model.GenerateContent(ctx, msgs, llms.WithTools(c.tools))
 	if err != nil {
 		return nil, fmt.Errorf("model call: %w", err)
@@ -135,18 +143,16 @@ func (c *conv) turn(ctx context.Context) (*ending, error) {
 	if len(calls) == 0 && choice.FuncCall != nil {
 		calls = []llms.ToolCall{{Type: "function", FunctionCall: choice.FuncCall}}
 	}
-	estOut := estimateText(choice.Content)
-	for _, tc := range calls {
-		if tc.FunctionCall != nil {
-			estOut += estimateText(tc.FunctionCall.Name) + estimateText(tc.FunctionCall.Arguments)
-		}
-	}
-	u := usageFromResponse(resp, estIn, estOut, c.a.opts.Pricing)
+	u := usageFromResponse(resp, estIn, llm.EstimateReplyTokens(choice), c.a.opts.Pricing)
 	c.rec.Meta.Usage.Add(u)
 	c.budget.used.Add(u)
 	c.rec.Meta.Turns++
 	req := c.say(SayAPIRequest, fmt.Sprintf("turn %d: %d messages, ~%d tokens", c.rec.Meta.Turns, len(msgs), estIn))
 	req.Tokens = &u
+
+	if llm.IsMaxTokens(choice.StopReason) {
+		return nil, c.truncated(ctx, choice, calls)
+	}
 
 	assistant := APIMessage{Role: RoleAssistant, TS: c.now()}
 	if strings.TrimSpace(choice.Content) != "" {
@@ -211,6 +217,33 @@ func (c *conv) turn(ctx context.Context) (*ending, error) {
 		return nil, err
 	}
 	return end, nil
+}
+
+// truncated records a reply the output limit cut off. Its tool calls are
+// incomplete, so none is parsed or run: the model is told so and asked to
+// go on with less per call. It counts as a mistake, so a model that is
+// cut off every time stops at the mistake limit.
+func (c *conv) truncated(ctx context.Context, choice *llms.ContentChoice, calls []llms.ToolCall) error {
+	text := choice.Content
+	if strings.TrimSpace(text) == "" {
+		text = "(reply cut off at the output limit)"
+	}
+	c.rec.API = append(c.rec.API, APIMessage{Role: RoleAssistant, TS: c.now(), Content: []Block{{Type: BlockText, Text: text}}})
+	var names []string
+	for _, tc := range calls {
+		if tc.FunctionCall != nil && tc.FunctionCall.Name != "" {
+			names = append(names, tc.FunctionCall.Name)
+		}
+	}
+	msg := "[ERROR] Your previous response was cut off at the output token limit (max_tokens)"
+	if len(names) > 0 {
+		msg += " in the middle of a call to " + strings.Join(names, ", ") + "; the call was incomplete and was not run"
+	}
+	msg += ". Continue from where you were, doing less per call: write a large file in parts (write_to_file for the first part, then apply_diff to add the rest), or make several smaller edits."
+	c.rec.API = append(c.rec.API, APIMessage{Role: RoleUser, TS: c.now(), Content: []Block{{Type: BlockText, Text: msg}}})
+	c.say(SayError, "The reply was cut off at the output token limit; the model was asked to continue with smaller calls.")
+	c.mistakes++
+	return c.save(ctx)
 }
 
 func (c *conv) addResult(at int, b Block) {
@@ -480,8 +513,12 @@ func (c *conv) request() []llms.MessageContent {
 						continue // its tool_use is not visible
 					}
 					content := b.Content
-					if b.IsError && !strings.HasPrefix(content, "Error") && !strings.HasPrefix(content, "interrupted") {
-						content = "Error: " + content
+					if b.IsError {
+						if !strings.HasPrefix(content, "Error") && !strings.HasPrefix(content, "interrupted") {
+							content = "Error: " + content
+						}
+						// Anthropic's tool_result says is_error.
+						content = llm.MarkToolError(content)
 					}
 					out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
 						llms.ToolCallResponse{ToolCallID: b.ToolUseID, Name: name, Content: content},
@@ -512,39 +549,6 @@ func textOf(m APIMessage) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// Token estimates: one token per four bytes, rounded up, plus a small
-// overhead per message. They decide condensation; reported usage comes from
-// the provider when it gives one.
-func estimateText(s string) int { return (len(s) + 3) / 4 }
-
-func estimateMessages(msgs []llms.MessageContent) int {
-	n := 0
-	for _, m := range msgs {
-		n += 4
-		for _, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.TextContent:
-				n += estimateText(p.Text)
-			case llms.ToolCall:
-				if p.FunctionCall != nil {
-					n += estimateText(p.FunctionCall.Name) + estimateText(p.FunctionCall.Arguments)
-				}
-			case llms.ToolCallResponse:
-				n += estimateText(p.Content)
-			}
-		}
-	}
-	return n
-}
-
-func estimateTools(tools []llms.Tool) int {
-	data, err := json.Marshal(tools)
-	if err != nil {
-		return 0
-	}
-	return estimateText(string(data))
 }
 
 func sortedKeys(m map[string]bool) []string {

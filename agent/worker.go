@@ -73,6 +73,10 @@ const (
 	OutcomeBlocked OutcomeStatus = "blocked"
 	// OutcomeQuestion: the worker needs a person's answer; escalate.
 	OutcomeQuestion OutcomeStatus = "question"
+	// OutcomeProvider: the model provider kept failing after its retries;
+	// Detail has its error. It is not the attempt's fault: the task
+	// pauses for review without using up an attempt.
+	OutcomeProvider OutcomeStatus = "provider"
 )
 
 // Outcome is the result of one attempt.
@@ -213,7 +217,7 @@ func (w *AgentWorker) Implement(ctx context.Context, job Job) (Outcome, error) {
 		case rec.Meta.Status == StatusQuestion && job.ReviewerNote != "":
 			res, err = w.agent.Resume(ctx, id, &ResumeOpts{Worktree: job.Worktree, Answer: job.ReviewerNote})
 		case rec.Meta.Status == StatusActive || rec.Meta.Status == StatusAwaitingSubtask ||
-			rec.Meta.Reason == ReasonCancelled || rec.Meta.Reason == ReasonError:
+			rec.Meta.Reason == ReasonCancelled || rec.Meta.Reason == ReasonError || rec.Meta.Reason == ReasonProvider:
 			res, err = w.agent.Resume(ctx, id, &ResumeOpts{Worktree: job.Worktree})
 		default:
 			res, err = prev, perr
@@ -228,8 +232,7 @@ func (w *AgentWorker) Implement(ctx context.Context, job Job) (Outcome, error) {
 		for cid, u := range res.ByConversation {
 			d := u
 			if b, ok := before[cid]; ok {
-				d = Usage{Calls: u.Calls - b.Calls, InputTokens: u.InputTokens - b.InputTokens,
-					OutputTokens: u.OutputTokens - b.OutputTokens, CostUSD: u.CostUSD - b.CostUSD}
+				d = u.Sub(b)
 			}
 			if d != (Usage{}) {
 				w.opts.Accounting.Add(job.RunID, job.Task.ID, cid, d)
@@ -247,6 +250,8 @@ func (w *AgentWorker) Implement(ctx context.Context, job Job) (Outcome, error) {
 		out.Status, out.Detail = OutcomeDone, ""
 	case ReasonQuestion:
 		out.Status, out.Question = OutcomeQuestion, res.Question
+	case ReasonProvider:
+		out.Status = OutcomeProvider
 	default:
 		out.Status = OutcomeIncomplete
 		out.Detail = fmt.Sprintf("%s: %s", res.Reason, res.Detail)

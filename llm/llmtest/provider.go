@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tmc/langchaingo/llms"
 )
 
 // APIs the fake Provider speaks.
@@ -575,4 +578,28 @@ func RetriedEqual(calls []Call) string {
 		}
 	}
 	return ""
+}
+
+// ReplyFromModel answers each turn with what m answers to a request made
+// of the turn's first user message and as many (empty) assistant messages
+// as the turn has: the scripted model (llm.NewScripted) replays a session
+// that way, so that a real client can be driven through a Provider by a
+// script.
+func ReplyFromModel(m llms.Model) ReplyFunc {
+	return func(t Turn) (Reply, error) {
+		msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, t.FirstUser)}
+		for range t.Assistants {
+			msgs = append(msgs, llms.TextParts(llms.ChatMessageTypeAI, ""))
+		}
+		resp, err := m.GenerateContent(context.Background(), msgs)
+		if err != nil {
+			return Reply{}, err
+		}
+		c := resp.Choices[0]
+		r := Reply{Text: c.Content}
+		for _, tc := range c.ToolCalls {
+			r.ToolCalls = append(r.ToolCalls, ToolCall{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: tc.FunctionCall.Arguments})
+		}
+		return r, nil
+	}
 }
