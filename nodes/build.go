@@ -92,7 +92,12 @@ func (p *Pipeline) checkBuild(ctx context.Context, dir string) (string, error) {
 			return "", fmt.Errorf("build verification: %w", err)
 		}
 		if !v.Passed {
-			return strings.Join(p.BuildCommand, " ") + " failed:\n" + v.ErrorContext(4000), nil
+			// The first line says why: it is what the log shows.
+			head := fmt.Sprintf("%s exited with code %d", strings.Join(p.BuildCommand, " "), v.ExitCode)
+			if l := firstMeaningful(v.Output); l != "" {
+				head += ": " + l
+			}
+			return head + "\n" + v.ErrorContext(4000), nil
 		}
 	}
 	v, err := verify.Run(ctx, dir, verify.Spec{Command: p.VerifyCommand}, p.VerifyOpts)
@@ -100,6 +105,17 @@ func (p *Pipeline) checkBuild(ctx context.Context, dir string) (string, error) {
 		return "", fmt.Errorf("build verification: %w", err)
 	}
 	return v.ErrorContext(4000), nil
+}
+
+// firstMeaningful returns the first line of out that is not empty nor a
+// "# package" header.
+func firstMeaningful(out string) string {
+	for l := range strings.Lines(out) {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "$ ") {
+			return firstLine(l)
+		}
+	}
+	return ""
 }
 
 // bisection finds the attempt whose integration broke the target branch.

@@ -136,7 +136,7 @@ func (p *Pipeline) failAttempt(ctx context.Context, u *State, tasks []planner.Ta
 			reason = ReasonMaxAttempts
 		}
 		escs = append(escs, Escalation{TaskID: rec.TaskID, Reason: reason, Error: failure})
-		u.Log.Add(p.entry(rec.TaskID, "%s failed attempt %d of %d; escalating to a human", rec.TaskID, rec.Attempt, t.MaxAttempts))
+		u.Log.Add(p.entry(rec.TaskID, "%s failed attempt %d of %d; escalating to a human: %s", rec.TaskID, rec.Attempt, t.MaxAttempts, firstLine(failure)))
 	} else {
 		u.Log.Add(p.entry(rec.TaskID, "%s failed attempt %d of %d; retrying: %s", rec.TaskID, rec.Attempt, t.MaxAttempts, firstLine(failure)))
 	}

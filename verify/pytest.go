@@ -84,8 +84,8 @@ func pytestName(tc junitCase) (name, file string) {
 		return tc.Name, tc.Classname
 	}
 	module := strings.ReplaceAll(strings.TrimSuffix(tc.File, ".py"), "/", ".")
-	if tc.Classname == "" || tc.Classname == module && tc.Name == tc.File {
-		return tc.Name, tc.File
+	if tc.Classname == "" {
+		return tc.File, tc.File // the module itself: a collection error
 	}
 	classes, ok := strings.CutPrefix(tc.Classname, module)
 	if !ok {

@@ -179,6 +179,12 @@ func prepare(dir string, argv []string, tmp string) plan {
 	case runnerGo:
 		return plan{argv: withGoJSON(argv, at), kind: kind}
 	case runnerPytest, runnerJest, runnerVitest:
+		if execsPackage(argv[:at-1]) && !slices.Contains(argv[:at-1], "--") {
+			// npx reads every option it knows (--json, --ci) as its own,
+			// wherever it is, unless a "--" ends its options.
+			argv = insertArgs(argv, at-1, "--")
+			at++
+		}
 		if kind == runnerVitest {
 			if at < len(argv) && slices.Contains(vitestSubcommands, argv[at]) {
 				at++
@@ -187,7 +193,7 @@ func prepare(dir string, argv []string, tmp string) plan {
 				at++
 			}
 		}
-		if p, ok := ownReport(kind, argv); ok {
+		if p, ok := ownReport(kind, argv[at:]); ok {
 			return plan{argv: argv, kind: kind, report: resolve(p)}
 		}
 		file := filepath.Join(tmp, reportName(kind))
@@ -203,6 +209,21 @@ func pytestBehind(argv []string, kind runner, tmp string) plan {
 	file := filepath.Join(tmp, reportName(runnerPytest))
 	return plan{argv: argv, kind: kind, report: file,
 		env: []string{"PYTEST_ADDOPTS=" + strings.Join(reportArgs(runnerPytest, nil, file), " ")}}
+}
+
+// execsPackage reports whether prefix, what comes before the runner in a
+// command, is npx or npm exec.
+func execsPackage(prefix []string) bool {
+	if len(prefix) == 0 {
+		return false
+	}
+	switch progName(prefix[0]) {
+	case "npx":
+		return true
+	case "npm":
+		return len(prefix) > 1 && (prefix[1] == "exec" || prefix[1] == "x")
+	}
+	return false
 }
 
 func reportName(kind runner) string {

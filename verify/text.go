@@ -146,11 +146,16 @@ var (
 	goFuncLine    = regexp.MustCompile(`^(?:created by )?(?:testing|runtime)[./(]|^panic\(|^created by testing\.`)
 	goFileLine    = regexp.MustCompile(`^\t\S+\.(?:go|s):\d+`)
 	goRuntimeFile = regexp.MustCompile(`^\t\S*/(?:src|libexec/src)/(?:testing|runtime)/`)
+	// A Python frame of the interpreter's or pytest's own code:
+	// "/usr/lib/python3.11/importlib/__init__.py:126: in import_module"
+	// and its indented source line.
+	pyInternalFrame = regexp.MustCompile(`^(?:/usr/lib/python3[^/]*/|\S*(?:site|dist)-packages/(?:_pytest|pluggy)/)\S+:\d+: in `)
 )
 
 // trimFrames drops the runner's own stack frames from a failure's output:
-// jest's and vitest's frames in node_modules and node's internals, and the
-// testing and runtime frames of a Go panic. The test's own frames stay.
+// jest's and vitest's frames in node_modules and node's internals, the
+// testing and runtime frames of a Go panic, and Python's and pytest's own
+// frames. The test's own frames stay.
 func trimFrames(s string) string {
 	lines := strings.Split(s, "\n")
 	out := lines[:0]
@@ -167,6 +172,12 @@ func trimFrames(s string) string {
 			continue
 		case goFileLine.MatchString(l) && goRuntimeFile.MatchString(l):
 			dropped++
+			continue
+		case pyInternalFrame.MatchString(l):
+			dropped++
+			if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "    ") {
+				i++ // its source line
+			}
 			continue
 		}
 		out = append(out, l)

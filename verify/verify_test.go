@@ -265,12 +265,12 @@ func TestPrepare(t *testing.T) {
 		{"python3 -m pytest -q tests", "python3 -m pytest --junitxml=/tmp/r/junit.xml -o junit_family=xunit1 -q tests", runnerPytest, "/tmp/r/junit.xml", nil},
 		{"uv run pytest", "uv run pytest --junitxml=/tmp/r/junit.xml -o junit_family=xunit1", runnerPytest, "/tmp/r/junit.xml", nil},
 		{"pytest --junitxml out/j.xml", "pytest --junitxml out/j.xml", runnerPytest, dir + "/out/j.xml", nil},
-		{"npx jest src", "npx jest --json --outputFile=/tmp/r/report.json src", runnerJest, "/tmp/r/report.json", nil},
-		{"npx jest --json --outputFile=r.json", "npx jest --json --outputFile=r.json", runnerJest, dir + "/r.json", nil},
+		{"npx jest src", "npx -- jest --json --outputFile=/tmp/r/report.json src", runnerJest, "/tmp/r/report.json", nil},
+		{"npx jest --json --outputFile=r.json", "npx -- jest --json --outputFile=r.json", runnerJest, dir + "/r.json", nil},
 		{"node node_modules/.bin/jest --json", "node node_modules/.bin/jest --outputFile=/tmp/r/report.json --json", runnerJest, "/tmp/r/report.json", nil},
-		{"npx vitest", "npx vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json", runnerVitest, "/tmp/r/report.json", nil},
+		{"npx vitest", "npx -- vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json", runnerVitest, "/tmp/r/report.json", nil},
 		{"pnpm vitest run src", "pnpm vitest run --reporter=default --reporter=json --outputFile=/tmp/r/report.json src", runnerVitest, "/tmp/r/report.json", nil},
-		{"npx vitest run --reporter=verbose", "npx vitest run --reporter=json --outputFile=/tmp/r/report.json --reporter=verbose", runnerVitest, "/tmp/r/report.json", nil},
+		{"npx vitest run --reporter=verbose", "npx -- vitest run --reporter=json --outputFile=/tmp/r/report.json --reporter=verbose", runnerVitest, "/tmp/r/report.json", nil},
 		// Wrappers: the runner behind the script gets the options.
 		{"npm test", "npm test -- --json --outputFile=/tmp/r/report.json", runnerJest, "/tmp/r/report.json", nil},
 		{"npm run test -- src", "npm run test -- src --json --outputFile=/tmp/r/report.json", runnerJest, "/tmp/r/report.json", nil},
@@ -785,4 +785,31 @@ func TestErrorContext(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A subtest's own name may hold "/": t.Run("a/b", …) in TestParse is
+// TestParse/a/b, and there is no TestParse/a. Such names invented
+// parents that never finished, and failed every passing suite.
+func TestGoParserSubtestNamesWithSlashes(t *testing.T) {
+	t.Parallel()
+	events := []string{
+		`{"Action":"run","Package":"p","Test":"TestParse"}`,
+		`{"Action":"run","Package":"p","Test":"TestParse/a/b"}`,
+		`{"Action":"run","Package":"p","Test":"TestParse/a/b/c_d"}`,
+		`{"Action":"output","Package":"p","Test":"TestParse/a/b/c_d","Output":"    p_test.go:9: bad c d\n"}`,
+		`{"Action":"fail","Package":"p","Test":"TestParse/a/b/c_d"}`,
+		`{"Action":"fail","Package":"p","Test":"TestParse/a/b"}`,
+		`{"Action":"run","Package":"p","Test":"TestParse/x/y"}`,
+		`{"Action":"pass","Package":"p","Test":"TestParse/x/y"}`,
+		`{"Action":"fail","Package":"p","Test":"TestParse"}`,
+		`{"Action":"fail","Package":"p"}`,
+	}
+	got, ok := parseGoTestJSON(strings.Join(events, "\n"))
+	require.True(t, ok)
+	checkCounts(t, got, 2, 1, 0, []wantFailure{{"TestParse/a/b/c_d", "p", []string{"bad c d"}}})
+
+	// A package that passed has no unfinished tests, whatever the stream
+	// lacks.
+	got, _ = parseGoTestJSON(`{"Action":"run","Package":"q","Test":"TestA/b/c"}` + "\n" + `{"Action":"pass","Package":"q"}`)
+	checkCounts(t, got, 1, 0, 0, nil)
 }

@@ -1,0 +1,5 @@
+const { refund } = require('./refund-that-does-not-exist');
+
+test('refund', () => {
+  expect(refund(1)).toBe(-1);
+});

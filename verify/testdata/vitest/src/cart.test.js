@@ -1,0 +1,27 @@
+import { describe, expect, test } from 'vitest';
+import { discount } from './cart.js';
+
+describe('cart', () => {
+  describe('discount', () => {
+    test('applies 10%', () => {
+      expect(discount(100, 10)).toBe(90);
+    });
+    test('applies 50%', () => {
+      expect(discount(200, 50)).toBe(100);
+    });
+  });
+  describe.each([
+    ['a/b', 2],
+    ['x[1]::y', 1],
+    ['c/d/e', 4],
+  ])('parts of %s', (path, n) => {
+    test(`has ${n} parts`, () => {
+      expect(path.split('/')).toHaveLength(n);
+    });
+  });
+  test('snapshot of the total', () => {
+    expect({ total: discount(100, 10) }).toMatchSnapshot();
+  });
+  test.skip('later', () => {});
+  test.todo('refunds');
+});
