@@ -8,16 +8,16 @@ import (
 type Usage struct {
 	// InputTokens excludes the tokens read from or written to the prompt
 	// cache, which are counted apart.
-	InputTokens      int
-	OutputTokens     int
-	CacheReadTokens  int
-	CacheWriteTokens int
+	InputTokens      int `json:"input_tokens"`
+	OutputTokens     int `json:"output_tokens"`
+	CacheReadTokens  int `json:"cache_read_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens"`
 	// CostUSD prices the tokens with PriceOf; zero for models the table
 	// does not know (the scripted model among them).
-	CostUSD float64
+	CostUSD float64 `json:"cost_usd"`
 	// Estimated: the provider reported no usage, so the counts were made
 	// locally (one token per four bytes).
-	Estimated bool
+	Estimated bool `json:"estimated"`
 }
 
 // Add returns the sum of u and v.
@@ -27,6 +27,20 @@ func (u Usage) Add(v Usage) Usage {
 		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
 		CostUSD: u.CostUSD + v.CostUSD, Estimated: u.Estimated || v.Estimated,
 	}
+}
+
+// Sub returns what u used beyond v. Estimated stays u's.
+func (u Usage) Sub(v Usage) Usage {
+	return Usage{
+		InputTokens: u.InputTokens - v.InputTokens, OutputTokens: u.OutputTokens - v.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens - v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - v.CacheWriteTokens,
+		CostUSD: u.CostUSD - v.CostUSD, Estimated: u.Estimated,
+	}
+}
+
+// Tokens returns every token counted: input, output and cached input.
+func (u Usage) Tokens() int {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
 }
 
 // GenerationInfo keys the guarded model adds to a choice.

@@ -13,6 +13,7 @@ import (
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
 	"github.com/taskloom/taskloom/verify"
@@ -188,6 +189,9 @@ func (p *Pipeline) breakdown(ctx context.Context, s State) (State, error) {
 		u.Tasks.Put(t.ID, t)
 	}
 	u.Warnings.Set(plan.Warnings)
+	if plan.Usage != (llm.Usage{}) {
+		u.PlanUsage.Set(plan.Usage)
+	}
 	u.Cycles.Set(plan.Cycles)
 	u.Log.Add(p.entry("", "planned %d tasks in %d milestones", len(plan.Tasks), len(plan.Milestones)))
 	for _, sp := range plan.Splits {
@@ -398,6 +402,10 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		return u, werr
 	case timedOut:
 		rec.Error = fmt.Sprintf("worker: timed out after %s (worker.timeout)", p.WorkerTimeout)
+	case out.Status == agent.OutcomeProvider:
+		// The provider, not the attempt, failed: verify_task pauses the
+		// task for review without counting an attempt.
+		rec.ProviderError = out.Detail
 	case werr != nil:
 		rec.Error = "worker: " + werr.Error()
 	case out.ExitCode != nil && *out.ExitCode != 0:
@@ -430,6 +438,7 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	}
 	rec.ConversationID = out.ConversationID
 	rec.InputTokens, rec.OutputTokens, rec.CostUSD = out.Usage.InputTokens, out.Usage.OutputTokens, out.Usage.CostUSD
+	rec.CacheReadTokens, rec.CacheWriteTokens, rec.UsageEstimated = out.Usage.CacheReadTokens, out.Usage.CacheWriteTokens, out.Usage.Estimated
 	sha, changed, err := p.Repo.Commit(ctx, wt, fmt.Sprintf("%s: %s", id, task.Title))
 	if err != nil {
 		return u, fmt.Errorf("implement %s: commit: %w", id, err)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/verify"
 )
@@ -43,6 +44,9 @@ type State struct {
 	Builds  graph.Value[int]    `json:"builds"`
 	Outcome graph.Value[string] `json:"outcome"`
 	Log     graph.Append[Entry] `json:"log"`
+
+	// PlanUsage is what the breakdown's model calls used.
+	PlanUsage graph.Value[llm.Usage] `json:"plan_usage"`
 }
 
 // Outcomes of a run that ended.
@@ -75,13 +79,19 @@ type Attempt struct {
 	// task completed with nothing to integrate.
 	NoChange bool `json:"no_change,omitempty"`
 	// Worker is what the worker reported.
-	Worker         string  `json:"worker,omitempty"`
-	WorkerReason   string  `json:"worker_reason,omitempty"`
-	Question       string  `json:"question,omitempty"`
-	ConversationID string  `json:"conversation_id,omitempty"`
-	InputTokens    int     `json:"input_tokens,omitempty"`
-	OutputTokens   int     `json:"output_tokens,omitempty"`
-	CostUSD        float64 `json:"cost_usd,omitempty"`
+	Worker       string `json:"worker,omitempty"`
+	WorkerReason string `json:"worker_reason,omitempty"`
+	Question     string `json:"question,omitempty"`
+	// ProviderError: the model provider kept failing after its retries
+	// (llm.max_retries). It costs no attempt: the task pauses for review.
+	ProviderError    string  `json:"provider_error,omitempty"`
+	ConversationID   string  `json:"conversation_id,omitempty"`
+	InputTokens      int     `json:"input_tokens,omitempty"`
+	OutputTokens     int     `json:"output_tokens,omitempty"`
+	CacheReadTokens  int     `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+	UsageEstimated   bool    `json:"usage_estimated,omitempty"`
 	// Tests is the verdict of the attempt's tests.
 	Tests *verify.Verdict `json:"tests,omitempty"`
 	// Diff is the attempt's diff against main, trimmed.
@@ -114,6 +124,22 @@ func NoChangeTasks(s State) []string {
 	return ids
 }
 
+// RunUsage returns what a run's model calls used: the breakdown's and
+// every attempt's.
+func RunUsage(s State) llm.Usage {
+	u := s.PlanUsage.Get()
+	for _, a := range s.Attempts.Values() {
+		u = u.Add(a.Usage())
+	}
+	return u
+}
+
+// Usage returns the attempt's usage.
+func (a Attempt) Usage() llm.Usage {
+	return llm.Usage{InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, CacheReadTokens: a.CacheReadTokens,
+		CacheWriteTokens: a.CacheWriteTokens, CostUSD: a.CostUSD, Estimated: a.UsageEstimated}
+}
+
 // attemptKey is an Attempt's key in State.Attempts: "TASK/SEQ".
 func attemptKey(taskID string, seq int) string {
 	return taskID + "/" + itoa(seq)
@@ -138,6 +164,7 @@ const (
 	ReasonCycle       = "cycle"
 	ReasonConflict    = "conflict"
 	ReasonQuestion    = "question"
+	ReasonProvider    = "provider"
 	ReasonBuild       = "build"
 )
 

@@ -40,7 +40,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 		spec := verify.Spec{Command: p.VerifyCommand, TestFiles: t.TestFiles, FilesToCreate: t.FilesToCreate}
 		wg.Go(func() {
 			wts[i], errs[i] = p.Repo.Get(ctx, s.RunID.Get(), id, rec.Seq)
-			if errs[i] != nil || rec.Question != "" || rec.Error != "" {
+			if errs[i] != nil || rec.Question != "" || rec.ProviderError != "" || rec.Error != "" {
 				return
 			}
 			v, err := verify.Run(ctx, wts[i].Path, spec, p.VerifyOpts)
@@ -74,6 +74,14 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 			}
 			escs = append(escs, Escalation{TaskID: id, Reason: ReasonQuestion, Error: rec.Question})
 			u.Log.Add(p.entry(id, "%s: the worker asks: %s", id, rec.Question))
+		case rec.ProviderError != "":
+			// Neither does a provider that kept failing: the task waits,
+			// pending, until a person resumes or retries it.
+			if t := findTask(tasks, id); t != nil {
+				t.Status, t.Error = planner.StatusPending, "the model provider failed: "+rec.ProviderError
+			}
+			escs = append(escs, Escalation{TaskID: id, Reason: ReasonProvider, Error: rec.ProviderError})
+			u.Log.Add(p.entry(id, "%s: paused, the model provider failed: %s", id, firstLine(rec.ProviderError)))
 		case rec.Error != "":
 			failure = rec.Error
 		case !rec.Verified:

@@ -3,6 +3,8 @@ package planner
 import (
 	"fmt"
 	"math"
+
+	"github.com/taskloom/taskloom/llm"
 )
 
 // Plan is the planner's result. Its JSON is the `plan --json` shape of
@@ -17,6 +19,9 @@ type Plan struct {
 	Schedule Schedule   `json:"schedule"`
 	// Splits lists every auto-split, in the order they happened.
 	Splits []Split `json:"-"`
+	// Usage is what planning cost in model calls, when the caller
+	// measured it (llm.Meter); the run counts it with its attempts.
+	Usage llm.Usage `json:"-"`
 }
 
 // FromRaw parses raw tasks JSON and builds the plan. See Build.

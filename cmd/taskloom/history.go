@@ -18,6 +18,7 @@ import (
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 )
 
@@ -115,6 +116,8 @@ type historyEntry struct {
 	Changes []taskChange `json:"changes"`
 	// Log is the run log's lines this step added.
 	Log []string `json:"log"`
+	// Usage is what the step's model calls used, when they used any.
+	Usage *llm.Usage `json:"usage,omitempty"`
 }
 
 // taskChange is a task's status change in one step.
@@ -298,6 +301,9 @@ func summarizeStep(info graph.CheckpointInfo, prev, cur nodes.State, havePrev bo
 		}
 	}
 	e.Summary = strings.Join(parts, "; ")
+	if d := nodes.RunUsage(cur).Sub(nodes.RunUsage(prev)); d.Tokens() > 0 {
+		e.Usage = &d
+	}
 	return e
 }
 

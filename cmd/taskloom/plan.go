@@ -98,7 +98,9 @@ func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
 			if spec == "" {
 				spec = cfg.Model
 			}
-			m, err := llm.New(ctx, spec, &llm.Opts{GetenvFunc: o.GetenvFunc})
+			lo := llmOpts(cfg, nil)
+			lo.GetenvFunc = o.GetenvFunc
+			m, err := llm.New(ctx, spec, lo)
 			if err != nil {
 				return fmt.Errorf("plan: %s has no explicit task list, so the breakdown needs a model: %w; pass --model SPEC (for example scripted:session.json), set TASKLOOM_MODEL or the config's model", o.Product, err)
 			}

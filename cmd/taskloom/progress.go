@@ -8,8 +8,10 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/worktree"
@@ -28,6 +30,10 @@ type progress struct {
 	log    []nodes.Entry
 	drawn  int // lines of the last live table
 	status string
+	// model is the run's model spec; it says whether usage has a cost.
+	model string
+	// wait is the last wait for the provider, shown in the live view.
+	wait string
 }
 
 func newProgress(w io.Writer, asJSON bool, runID string) *progress {
@@ -57,6 +63,67 @@ func (p *progress) start(product, repo, branch string, meta runMeta) {
 	}
 	fmt.Fprintf(p.w, "run %s\n", p.runID)
 	fmt.Fprintf(p.w, "product %s, repo %s, branch %s, %d worker(s)\n", product, repo, branch, meta.Workers)
+}
+
+// providerWait shows a wait for the model provider: a provider_wait
+// event with --json, else a line (in the live view, a row of the table).
+func (p *progress) providerWait(w llm.WaitInfo) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	secs := w.Wait.Seconds()
+	if p.json {
+		p.emitJSON(map[string]any{"ts": time.Now().UTC(), "run_id": p.runID, "type": "provider_wait", "reason": w.Reason,
+			"seconds": secs, "provider": w.Provider, "status": w.Status, "retry": w.Retry})
+		return
+	}
+	why := w.Reason
+	if w.Status > 0 {
+		why += fmt.Sprintf(", HTTP %d", w.Status)
+	}
+	line := fmt.Sprintf("provider %s: %s; waiting %s", w.Provider, why, shortDuration(w.Wait.Round(100*time.Millisecond)))
+	if w.Retry > 0 {
+		line += fmt.Sprintf(" before retry %d", w.Retry)
+	}
+	if p.live {
+		p.wait = line
+		p.draw()
+		return
+	}
+	fmt.Fprintf(p.w, "%s %s\n", time.Now().Format("15:04:05"), line)
+}
+
+// usageReport is a run's usage as status --json, the usage event and the
+// run summary show it. CostUSD is null when the model has no price (see
+// llm.PriceOf): no cost rather than a wrong one.
+type usageReport struct {
+	InputTokens      int      `json:"input_tokens"`
+	OutputTokens     int      `json:"output_tokens"`
+	CacheReadTokens  int      `json:"cache_read_tokens"`
+	CacheWriteTokens int      `json:"cache_write_tokens"`
+	CostUSD          *float64 `json:"cost_usd"`
+	Estimated        bool     `json:"estimated"`
+}
+
+func newUsageReport(u llm.Usage, model string) usageReport {
+	r := usageReport{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, Estimated: u.Estimated}
+	if _, ok := llm.PriceOf(model); ok {
+		cost := u.CostUSD
+		r.CostUSD = &cost
+	}
+	return r
+}
+
+// String is the usage on one line.
+func (r usageReport) String() string {
+	s := fmt.Sprintf("%d input, %d output, %d cache read, %d cache write tokens", r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens)
+	if r.Estimated {
+		s += " (partly estimated: a provider reported no usage)"
+	}
+	if r.CostUSD != nil {
+		return s + fmt.Sprintf(", $%.4f", *r.CostUSD)
+	}
+	return s + ", no cost (the model is not in the price table)"
 }
 
 // seed shows the tasks a resumed run already has.
@@ -164,6 +231,9 @@ func (p *progress) table() []string {
 		pct = done * 100 / len(p.order)
 	}
 	lines = append(lines, fmt.Sprintf("%d%% done · now: %s", pct, p.status))
+	if p.wait != "" {
+		lines = append(lines, "  "+p.wait)
+	}
 	start := max(0, len(p.log)-5)
 	for _, en := range p.log[start:] {
 		lines = append(lines, "  "+firstLineOf(en.Text))
@@ -180,15 +250,18 @@ func (p *progress) finish(res graph.Result[nodes.State], err error) error {
 	}
 	tasks := res.State.Tasks.Values()
 	summary := summarize(tasks)
+	usage := newUsageReport(nodes.RunUsage(res.State), p.model)
 	if p.json {
+		p.emitJSON(map[string]any{"ts": time.Now().UTC(), "run_id": p.runID, "type": "usage", "usage": usage})
 		out := map[string]any{"kind": "run_end", "run_id": p.runID, "status": status, "tasks": summary,
-			"no_change": append([]string{}, nodes.NoChangeTasks(res.State)...)}
+			"no_change": append([]string{}, nodes.NoChangeTasks(res.State)...), "usage": usage}
 		if err != nil {
 			out["error"] = err.Error()
 		}
 		p.emitJSON(out)
 	} else {
 		fmt.Fprintf(p.w, "run %s: %s (%s of %d tasks done)\n", p.runID, orDash(status), summary["progress"], len(tasks))
+		fmt.Fprintf(p.w, "usage: %s\n", usage)
 		if ids := nodes.NoChangeTasks(res.State); len(ids) > 0 {
 			fmt.Fprintf(p.w, "no_change: true for %s (completed: the tests passed, but the worker changed nothing)\n", strings.Join(ids, ", "))
 		}

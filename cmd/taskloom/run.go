@@ -101,6 +101,9 @@ func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) erro
 	defer unlock()
 	metaJSON, _ := json.Marshal(meta)
 	pr := newProgress(w, o.JSON, runID)
+	pr.model = meta.Model
+	wait := pr.providerWait
+	s.waits.Store(&wait)
 	pr.start(product, s.repo, p.Repo.MainBranch(), meta)
 	warnSandbox(cmd.ErrOrStderr())
 	res, err := s.runner(p).Start(ctx, nodes.Run{ID: runID, ProductPath: product, Repo: s.repo, Meta: metaJSON}, &graph.RunOpts{EventFunc: pr.event})
@@ -203,6 +206,9 @@ func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID string
 	}
 	defer unlock()
 	pr := newProgress(w, how.JSON, run.ID)
+	pr.model = meta.Model
+	wait := pr.providerWait
+	s.waits.Store(&wait)
 	pr.resume(p.Repo.MainBranch())
 	warnSandbox(cmd.ErrOrStderr())
 	runner := s.runner(p)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -41,6 +42,33 @@ type session struct {
 	saver  checkpoint.Saver
 	store  *nodes.Store
 	logger *slog.Logger
+	// waits hears of every wait for the model provider, once the
+	// progress display is there to show it.
+	waits atomic.Pointer[func(llm.WaitInfo)]
+}
+
+// llmOpts maps the config's llm keys onto the provider models' options.
+func llmOpts(cfg config.Config, wait func(llm.WaitInfo)) *llm.Opts {
+	retries := cfg.LLM.MaxRetries
+	if retries == 0 {
+		retries = -1 // llm.Opts reads 0 as its default
+	}
+	return &llm.Opts{
+		MaxTokens:         cfg.LLM.MaxTokens,
+		RequestTimeout:    cfg.LLM.RequestTimeout.Duration,
+		MaxRetries:        retries,
+		RequestsPerMinute: cfg.LLM.RequestsPerMinute,
+		NoPromptCache:     !cfg.LLM.PromptCache,
+		APIKeyEnv:         cfg.LLM.APIKeyEnv,
+		WaitFunc:          wait,
+	}
+}
+
+// onWait passes a provider wait to the display, if one listens.
+func (s *session) onWait(w llm.WaitInfo) {
+	if f := s.waits.Load(); f != nil {
+		(*f)(w)
+	}
 }
 
 // defaultDBURL is the embedded store of a repo (SPEC §2).
@@ -172,7 +200,9 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 	// The model is built when something needs it: the agent worker, or a
 	// breakdown of a PRODUCT.md without a task list. An external agent
 	// CLI on a task list needs no model (and no API key).
-	model := sync.OnceValues(func() (llms.Model, error) { return llm.New(ctx, meta.Model, nil) })
+	// One model per run: its workers share its limiter, so a 429 slows
+	// them all.
+	model := sync.OnceValues(func() (llms.Model, error) { return llm.New(ctx, meta.Model, llmOpts(cfg, s.onWait)) })
 	limits := plannerLimits(cfg)
 	popts := &planner.Opts{Limits: &limits, Workers: meta.Workers, MaxAttempts: cfg.MaxAttempts, Logger: s.logger,
 		ScheduleFunc: scheduler.PlanSchedule}
@@ -183,8 +213,11 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 	// writes are confined all the same.
 	cliSandbox := sandbox
 	cliSandbox.Keep, cliSandbox.Network = llm.KeyVariables(), true
+	if cfg.LLM.APIKeyEnv != "" {
+		cliSandbox.Keep = append(cliSandbox.Keep, cfg.LLM.APIKeyEnv)
+	}
 	cliConfine := func(dir string) (proc.Confinement, error) { return repo.Confine(dir, cliSandbox) }
-	worker, err := s.worker(model, runID, vopts, confine, cliConfine)
+	worker, err := s.worker(model, meta.Model, runID, vopts, confine, cliConfine)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +239,12 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 			if err != nil {
 				return nil, err
 			}
-			return planner.FromProduct(ctx, m, string(data), popts)
+			meter := llm.NewMeter(m, meta.Model)
+			plan, err := planner.FromProduct(ctx, meter, string(data), popts)
+			if plan != nil {
+				plan.Usage = meter.Usage()
+			}
+			return plan, err
 		},
 		Repo:          repo,
 		Worker:        worker,
@@ -223,7 +261,7 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 }
 
 // worker builds the configured worker.
-func (s *session) worker(model func() (llms.Model, error), runID string, vopts *verify.Opts, confine, cliConfine agent.ConfineFunc) (agent.Worker, error) {
+func (s *session) worker(model func() (llms.Model, error), spec, runID string, vopts *verify.Opts, confine, cliConfine agent.ConfineFunc) (agent.Worker, error) {
 	cfg := s.cfg
 	var w agent.Worker
 	switch cfg.Worker.Kind {
@@ -240,6 +278,7 @@ func (s *session) worker(model func() (llms.Model, error), runID string, vopts *
 			return nil, err
 		}
 		opts := s.agentOpts()
+		opts.Model = spec // prices the usage
 		opts.ConfineFunc = confine
 		a, err := agent.New(m, s.store.Histories(runID), opts)
 		if err != nil {

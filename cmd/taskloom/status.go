@@ -60,9 +60,11 @@ type statusReport struct {
 	CurrentTaskIDs []string           `json:"current_task_ids"`
 	Escalations    []nodes.Escalation `json:"escalations"`
 	// NoChange lists the completed tasks whose attempt changed nothing.
-	NoChange []string  `json:"no_change"`
-	run      nodes.Run // the registry entry
-	head     graph.Result[nodes.State]
+	NoChange []string `json:"no_change"`
+	// Usage is what the run's model calls used so far.
+	Usage usageReport `json:"usage"`
+	run   nodes.Run   // the registry entry
+	head  graph.Result[nodes.State]
 }
 
 // Run prints the status of the run.
@@ -139,13 +141,13 @@ func buildStatus(run nodes.Run, head graph.Result[nodes.State]) statusReport {
 		run:            run,
 		head:           head,
 	}
+	var meta runMeta
+	_ = json.Unmarshal(run.Meta, &meta)
 	rep.TargetBranch = st.Branch.Get()
 	if rep.TargetBranch == "" {
-		var meta runMeta
-		if json.Unmarshal(run.Meta, &meta) == nil {
-			rep.TargetBranch = meta.TargetBranch
-		}
+		rep.TargetBranch = meta.TargetBranch
 	}
+	rep.Usage = newUsageReport(nodes.RunUsage(st), meta.Model)
 	// The pending interrupts are the escalations a human must still answer;
 	// without them (answered, or not raised yet), the state's list.
 	for _, in := range head.Interrupts {
@@ -239,6 +241,7 @@ func printStatus(w io.Writer, rep statusReport) {
 		}
 		tw.Flush()
 	}
+	fmt.Fprintf(w, "usage: %s\n", rep.Usage)
 	if len(rep.NoChange) > 0 {
 		fmt.Fprintf(w, "no_change: %s (completed without changes: the tests passed on what was already there)\n", strings.Join(rep.NoChange, ", "))
 	}
