@@ -10,7 +10,7 @@
 //	anthropic:MODEL                   Anthropic messages API, key from ANTHROPIC_API_KEY
 //	openai:MODEL                      OpenAI chat completions, key from OPENAI_API_KEY
 //	openai-compatible:MODEL@BASE_URL  any chat-completions server (Ollama, vLLM, LM Studio);
-//	                                  OPENAI_API_KEY is used if set, else a placeholder
+//	                                  a key only from the variable Opts.APIKeyEnv names
 //	scripted:PATH                     the scripted model below, playing the file at PATH
 //
 // ParseSpec splits a spec; New builds the model. Bad specs are errors that
@@ -73,12 +73,14 @@
 //
 // New reads keys through Opts.GetenvFunc (default os.Getenv). A missing
 // ANTHROPIC_API_KEY or OPENAI_API_KEY is an error (ErrMissingKey) naming the
-// variable; openai-compatible uses OPENAI_API_KEY when set and a placeholder
-// otherwise. OPENAI_ORGANIZATION is passed on when set. Base URLs are always
-// passed explicitly, so langchaingo's own OPENAI_BASE_URL / OPENAI_API_BASE
-// lookups do not apply. Opts.BaseURL overrides the URL (tests point it at an
-// llmtest server) and Opts.HTTPClient supplies the client, whose transport
-// New wraps with NewTransport.
+// variable. An openai-compatible server gets a key only from the variable
+// Opts.APIKeyEnv (llm.api_key_env) names, and none when it is empty:
+// OPENAI_API_KEY is OpenAI's. OPENAI_ORGANIZATION is passed on when set.
+// ANTHROPIC_BASE_URL is the API root (requests go to its /v1/messages) and
+// OPENAI_BASE_URL the OpenAI base (…/v1); Opts.BaseURL overrides both
+// (tests point it at an llmtest server). A key is never sent over plain
+// http to a host other than loopback: New refuses such a base URL and the
+// transport such a request (ErrInsecureKey).
 //
 // Errors from provider models pass through a Redactor: the key values New
 // read, and anything shaped like an API key (sk-..., sk-ant-..., "Bearer
@@ -86,6 +88,49 @@
 // errors.Is works, and printing an unwrapped error bypasses the redaction.
 // Redact does the same for any text with the keys of the current
 // environment.
+//
+// # Retries, limits and timeouts (our transport)
+//
+// langchaingo v0.1.14 has no retries, no timeouts and no rate limiting,
+// and its clients keep little of a failure. Those are filled in by the
+// http.Client New gives the langchaingo clients, whose transport
+// (NewTransportWith) does, for every request:
+//
+//   - Retries in place: 429, 529, other 5xx and 408, resets and other
+//     connection failures, and tries cut by Opts.RequestTimeout are sent
+//     again, the same bytes each time, up to Opts.MaxRetries (default 8).
+//     The wait is what retry-after-ms, retry-after (seconds or a date) or,
+//     for a 429, the providers' rate-limit reset headers ask for (capped
+//     at 5 minutes), else full-jitter exponential backoff (uniform in
+//     [0, min(60s, 1s·2^retry))). Each wait is told to Opts.WaitFunc.
+//     What fails for good is a *ProviderError with the provider's message
+//     (read from error bodies in the common shapes: {"error": {"message"}},
+//     {"error": "text"}, vLLM's {"object": "error", "message"}, FastAPI's
+//     {"detail"}, plain text), redacted; one whose retries ran out wraps
+//     ErrRetriesExhausted. The guarded model returns it in place of
+//     langchaingo's error.
+//   - One Limiter per model (so per run: the CLI builds one model a run),
+//     shared by its workers: Opts.RequestsPerMinute spaces requests evenly,
+//     and a 429's wait, or a reply saying no requests remain, pauses every
+//     request until then.
+//   - Opts.RequestTimeout (default 5m) bounds each try: the headers and
+//     the whole body, or for a stream each stretch without data. A stream
+//     that stalls after data reached the caller cannot be retried in place
+//     and fails with a *ProviderError (kind timeout).
+//   - Anthropic requests get cache_control breakpoints unless
+//     Opts.NoPromptCache: the tools, the system prompt, the first user
+//     message (the task) and the newest message, Anthropic's maximum of
+//     four, so each turn reads the conversation so far from the cache.
+//     Failed tool results marked with MarkToolError get is_error: true.
+//   - OpenAI-compatible replies are read leniently: tool arguments sent as
+//     a JSON object become a string; a reply without usage gets its tokens
+//     counted locally (EstimatePromptTokens, EstimateReplyTokens) and
+//     marked InfoUsageEstimated.
+//
+// Calls that set no output limit ask for Opts.MaxTokens (default 16000;
+// Anthropic's client would ask for 2,048). A reply cut by the limit keeps
+// its stop reason (IsMaxTokens: "max_tokens", "length"); its tool calls are
+// incomplete and callers must not run them.
 //
 // # Guards for langchaingo v0.1.14
 //
@@ -153,10 +198,12 @@
 //
 // # Usage and cost
 //
-// UsageOf reads token counts from a response (Anthropic's
-// InputTokens/OutputTokens, OpenAI's PromptTokens/CompletionTokens, the
-// scripted model's estimates) and prices them with a small built-in table
-// of list prices (PriceOf). The prices are approximate, go stale, and leave
-// out caching and batch discounts: they are for budgets and progress
-// displays, not billing. Unknown models cost 0.
+// UsageOf reads token counts from a response: input excluding the cache,
+// output, cache reads and cache writes (Anthropic's counts as they are,
+// OpenAI's cached prompt tokens taken out of its prompt tokens), and
+// whether they were estimated. It prices them with the dated table in
+// prices.go (PriceOf, PricesAsOf), cache reads and writes at their own
+// rates. A model missing from the table, and any openai-compatible or
+// scripted spec, gets no price (ok false) rather than a guessed one.
+// Meter adds up the usage of the calls made through it.
 package llm

@@ -167,7 +167,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	code, out, errOut := r.cli(t, "status", done, "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st := statusJSON(t, out)
-	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations", "no_change"}, keysOf(st))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations", "no_change", "usage"}, keysOf(st))
 	require.Equal(t, done, st["run_id"])
 	require.Equal(t, "main", st["target_branch"])
 	require.Equal(t, "completed", st["status"])
@@ -175,6 +175,9 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 		"failed": 0.0, "blocked": 0.0, "skipped": 0.0, "progress": "100%"}, st["tasks"])
 	require.Equal(t, []any{}, st["current_task_ids"])
 	require.Equal(t, []any{}, st["escalations"])
+	usage, _ := st["usage"].(map[string]any)
+	require.ElementsMatch(t, []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "estimated"}, keysOf(usage))
+	require.Nil(t, usage["cost_usd"], "the scripted model has no price: no cost rather than a wrong one")
 
 	code, out, errOut = r.cli(t, "status", done)
 	require.Equal(t, exitOK, code, errOut)
@@ -270,7 +273,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	code, out, errOut = r.cli(t, "status", "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st = statusJSON(t, out)
-	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations", "no_change"}, keysOf(st))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations", "no_change", "usage"}, keysOf(st))
 	require.Equal(t, esc, st["run_id"])
 	require.Equal(t, "interrupted", st["status"])
 	require.Equal(t, map[string]any{"total": 1.0, "pending": 0.0, "in_progress": 0.0, "completed": 0.0,
