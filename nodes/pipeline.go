@@ -445,7 +445,11 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	}
 	if !changed && resumed {
 		// Committed before the crash.
-		ahead, _ := gitOutput(ctx, wt.Path, "rev-list", "--count", p.Repo.MainBranch()+"..HEAD")
+		from := wt.Base
+		if from == "" {
+			from = p.Repo.MainBranch()
+		}
+		ahead, _ := gitOutput(ctx, wt.Path, "rev-list", "--count", from+"..HEAD")
 		changed = strings.TrimSpace(ahead) != "0" && strings.TrimSpace(ahead) != ""
 	}
 	if changed {
