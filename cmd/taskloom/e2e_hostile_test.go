@@ -157,11 +157,15 @@ echo '{"type":"result","result":"done"}'
 	require.Equal(t, "hello from T1\n", readFile(t, filepath.Join(dir, "hello.txt")))
 
 	// The task completed once, on the attempt that behaved.
+	store := dumpStore(t, kind, dir, args)
 	want := "1"
 	if len(failNaming) > 0 {
 		want = "2"
+		// The log line shows the start of attempt 1's error; the attempt's
+		// record in the store holds all of it.
+		require.Contains(t, stdout, failNaming[0], "attempt 1's error names what the worker did")
 		for _, s := range failNaming {
-			require.Contains(t, stdout, s, "attempt 1's error names what the worker did")
+			require.Contains(t, store, s, "attempt 1's error names what the worker did")
 		}
 	}
 	require.Equal(t, []string{want}, trailers(t, dir)["T1"], "stdout:\n%s", stdout)
@@ -175,7 +179,7 @@ echo '{"type":"result","result":"done"}'
 	var everything strings.Builder
 	everything.WriteString(stdout + stderr + out + errOut)
 	everything.WriteString(git(t, dir, "log", "-p", "--all"))
-	everything.WriteString(dumpStore(t, kind, dir, args))
+	everything.WriteString(store)
 	for _, f := range []string{"env.txt", "environ.txt"} {
 		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
 			everything.Write(b)

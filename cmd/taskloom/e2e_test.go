@@ -448,7 +448,8 @@ func TestE2EBuildVerificationRevertsCulprit(t *testing.T) {
 // checkpoints or the histories.
 func TestE2EAPIKeyNeverStored(t *testing.T) {
 	const key = "sk-test-5ecretKeyThatMustNotLeak0123456789"
-	t.Setenv("OPENAI_API_KEY", key)
+	// An openai-compatible server gets a key only from llm.api_key_env.
+	t.Setenv("MY_COMPATIBLE_KEY", key)
 	var sawKey atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.Header.Get("Authorization"), key) {
@@ -460,7 +461,7 @@ func TestE2EAPIKeyNeverStored(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 1, "verify": {"command": ["true"]}, "build_verification": {"command": ["true"]}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 1, "verify": {"command": ["true"]}, "build_verification": {"command": ["true"]}, "llm": {"api_key_env": "MY_COMPATIBLE_KEY"}}`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: A file\n- acceptance_criteria:\n  - a.txt exists\n- files_to_create: a.txt\n"), 0o644))
 	git(t, dir, "init", "-q", "-b", "main")
 	git(t, dir, "add", "-A")
