@@ -39,6 +39,15 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		}
 		return u, nil
 	}
+	if len(p.BuildCommand) == 0 && len(p.VerifyCommand) == 0 {
+		// Nothing to run: there is nothing to bisect either.
+		u.Verified.Set(head)
+		if final {
+			u.Outcome.Set(OutcomeCompleted)
+			u.Log.Add(p.entry("", "build verification passed on main (no build or verify command)"))
+		}
+		return u, nil
+	}
 	n := s.Builds.Get() + 1
 	u.Builds.Set(n)
 	wt, err := p.createWorktree(ctx, s.RunID.Get(), "build", n)
@@ -160,18 +169,9 @@ func (b *bisection) run(ctx context.Context, keys []string, failure string) (*Cu
 			return nil, err
 		}
 	}
-	lo, hi := 0, n // prefix lo passes, prefix hi fails
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		ok, err := b.build(ctx, mid, "")
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
+	hi, err := b.firstFailing(ctx, 0, n, "")
+	if err != nil {
+		return nil, err
 	}
 	culprit := b.recs[hi-1]
 	c := &Culprit{Attempt: attemptKey(culprit.TaskID, culprit.Seq), Failure: failure}
@@ -183,18 +183,9 @@ func (b *bisection) run(ctx context.Context, keys []string, failure string) (*Cu
 		if alone {
 			// Prefix 0 plus the culprit passes, prefix hi-1 plus it (the
 			// branch at the culprit) fails: the partner is in between.
-			lo, hi2 := 0, hi-1
-			for hi2-lo > 1 {
-				mid := (lo + hi2) / 2
-				ok, err := b.build(ctx, mid, culprit.Integrated)
-				if err != nil {
-					return nil, err
-				}
-				if ok {
-					lo = mid
-				} else {
-					hi2 = mid
-				}
+			hi2, err := b.firstFailing(ctx, 0, hi-1, culprit.Integrated)
+			if err != nil {
+				return nil, err
 			}
 			partner := b.recs[hi2-1]
 			c.Partner = attemptKey(partner.TaskID, partner.Seq)
@@ -206,6 +197,24 @@ func (b *bisection) run(ctx context.Context, keys []string, failure string) (*Cu
 	}
 	b.log("%s", text)
 	return c, nil
+}
+
+// firstFailing returns the first prefix (plus with) that fails, by binary
+// search between prefix lo, which passes, and prefix hi, which fails.
+func (b *bisection) firstFailing(ctx context.Context, lo, hi int, with string) (int, error) {
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		ok, err := b.build(ctx, mid, with)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
 }
 
 // names lists the attempts of prefixes from..to.
