@@ -33,7 +33,11 @@ var (
 type Job struct {
 	RunID string       `json:"run_id"`
 	Task  planner.Task `json:"task"`
-	// Attempt counts from 1; MaxAttempts of zero means Task.MaxAttempts.
+	// Attempt is the attempt number, from 1: it counts every attempt of
+	// the task (a review's retry goes on counting) and names the
+	// conversation. The prompt's "Attempt: n of max" shows instead the
+	// task's progress toward MaxAttempts, Task.Attempts+1. MaxAttempts of
+	// zero means Task.MaxAttempts.
 	Attempt     int `json:"attempt"`
 	MaxAttempts int `json:"max_attempts"`
 	// Worktree is the attempt's git worktree.
@@ -108,19 +112,19 @@ type Outcome struct {
 // with the lines "Task: <ID> — <title>" and "Attempt: <n> of <max>" (the
 // prompt contract of SPEC §6), followed by the user story, the acceptance
 // criteria, the files, the notes, the previous error and the reviewer's
-// note.
+// note. n is the task's progress toward max_attempts (Task.Attempts+1),
+// which restarts after a review's retry, not the attempt number.
 func BuildPrompt(job Job) string {
 	t := job.Task
+	n := t.Attempts + 1
 	maxAttempts := job.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = t.MaxAttempts
 	}
-	if maxAttempts < job.Attempt {
-		maxAttempts = job.Attempt
-	}
+	maxAttempts = max(maxAttempts, n)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task: %s — %s\n", t.ID, t.Title)
-	fmt.Fprintf(&b, "Attempt: %d of %d\n", job.Attempt, maxAttempts)
+	fmt.Fprintf(&b, "Attempt: %d of %d\n", n, maxAttempts)
 	if job.Iteration > 0 {
 		fmt.Fprintf(&b, "Iteration: %d\n", job.Iteration)
 	}

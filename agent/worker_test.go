@@ -82,9 +82,10 @@ func TestAgentWorker(t *testing.T) {
 	require.Equal(t, 2, m.calls())
 	require.Equal(t, out.Usage, acct.Run("run-1"))
 
-	// Another attempt does not match the script: the scripted model's
-	// error ends the conversation with ReasonError.
-	j.Attempt = 2
+	// Another attempt (the task's second toward max_attempts) does not
+	// match the script: the scripted model's error ends the conversation
+	// with ReasonError.
+	j.Attempt, j.Task.Attempts = 2, 1
 	out, err = w.Implement(context.Background(), j)
 	require.Error(t, err)
 	require.Equal(t, agent.OutcomeIncomplete, out.Status)

@@ -174,7 +174,7 @@ func (b *bisection) run(ctx context.Context, keys []string, failure string) (*Cu
 		return nil, err
 	}
 	culprit := b.recs[hi-1]
-	c := &Culprit{Attempt: attemptKey(culprit.TaskID, culprit.Seq), Failure: failure}
+	c := &Culprit{Attempt: attemptKey(culprit.TaskID, culprit.Attempt), Failure: failure}
 	if hi > 1 {
 		alone, err := b.build(ctx, 0, culprit.Integrated)
 		if err != nil {
@@ -188,7 +188,7 @@ func (b *bisection) run(ctx context.Context, keys []string, failure string) (*Cu
 				return nil, err
 			}
 			partner := b.recs[hi2-1]
-			c.Partner = attemptKey(partner.TaskID, partner.Seq)
+			c.Partner = attemptKey(partner.TaskID, partner.Attempt)
 		}
 	}
 	text := fmt.Sprintf("bisection over %d attempts took %d builds: %s broke main", n, b.builds, c.Attempt)
@@ -221,7 +221,7 @@ func (b *bisection) firstFailing(ctx context.Context, lo, hi int, with string) (
 func (b *bisection) names(from, to int) []string {
 	var names []string
 	for _, r := range b.recs[from:to] {
-		names = append(names, attemptKey(r.TaskID, r.Seq))
+		names = append(names, attemptKey(r.TaskID, r.Attempt))
 	}
 	return names
 }
@@ -237,7 +237,7 @@ func (b *bisection) build(ctx context.Context, i int, with string) (bool, error)
 	b.builds++
 	label := fmt.Sprintf("prefix %d of %d", i, len(b.recs))
 	if i > 0 {
-		label += " (through " + attemptKey(b.recs[i-1].TaskID, b.recs[i-1].Seq) + ")"
+		label += " (through " + attemptKey(b.recs[i-1].TaskID, b.recs[i-1].Attempt) + ")"
 	}
 	if with != "" {
 		label += " plus the suspect " + short(with)

@@ -21,10 +21,12 @@
 // one super-step, and each one's result is recorded as soon as it
 // finishes.
 //
-// implement_task runs the worker in the try's own worktree and commits
-// what it changed. A try is numbered by its seq, which never restarts, so
-// a review's retry gets a fresh worktree, trailer and conversation; if the
-// process died during a try, the worker resumes its conversation there.
+// implement_task runs the worker in the attempt's own worktree and
+// commits what it changed. An attempt has one number, 1-based, counting
+// every attempt of its task: a review's retry goes on counting, so it gets
+// a fresh worktree, trailer, kept ref and conversation (the task's
+// Attempts, which max_attempts bounds, restarts instead). If the process
+// died during an attempt, the worker resumes its conversation there.
 //
 // verify_task decides: it asks verify/ for each try's verdict in its
 // worktree (the task's test_files first, then the configured command) and
@@ -55,7 +57,9 @@
 //
 // human_escalation raises one graph interrupt per escalated task, carrying
 // an EscalationPayload (reason: max_attempts, deadlock, cycle, conflict,
-// question or build). The run stops interrupted; taskloom review records a
+// question or build) with a ref of the last attempt's work that git show
+// accepts: refs/taskloom/attempts/RUN_ID/TASK_ID/ATTEMPT, kept until the
+// run ends (Runner drops them then). The run stops interrupted; taskloom review records a
 // Decision (fixed, retry with an optional note, skip, abort) for each, and
 // resume acts on them.
 //

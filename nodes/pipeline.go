@@ -271,7 +271,7 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 			return u, err
 		}
 		t := findTask(tasks, id)
-		u.Log.Add(p.entry(id, "started %s (attempt %d of %d): %s", id, t.Attempts+1, t.MaxAttempts, t.Title))
+		u.Log.Add(p.entry(id, "started %s (%s): %s", id, AttemptLabel(nextAttempt(s, id), t.Attempts+1, t.MaxAttempts), t.Title))
 	}
 	putChanged(&u, s, tasks)
 	u.Batch.Set(batch)
@@ -307,11 +307,11 @@ func (p *Pipeline) removeFinished(ctx context.Context, s State) {
 		return
 	}
 	for _, id := range s.Batch.Get() {
-		seq := nextSeq(s, id) - 1
-		if seq < 1 {
+		n := nextAttempt(s, id) - 1
+		if n < 1 {
 			continue
 		}
-		wt, err := p.Repo.Get(ctx, s.RunID.Get(), id, seq)
+		wt, err := p.Repo.Get(ctx, s.RunID.Get(), id, n)
 		if err != nil {
 			continue // gone already
 		}
@@ -356,24 +356,24 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		task = *findTask(tasks, id)
 		u.Tasks.Put(id, task)
 	}
-	// The prompt's attempt number restarts after a review's retry; seq, the
-	// try's number for worktrees, trailers and conversations, never does.
-	attempt := task.Attempts + 1
-	seq := nextSeq(s, id)
+	// The attempt number never restarts (a review's retry goes on
+	// counting), so each attempt gets its own worktree, trailer, kept ref
+	// and conversation.
+	attempt := nextAttempt(s, id)
 	run := s.RunID.Get()
-	// A worktree of this very try means the process died while the worker
-	// ran: the worker resumes its conversation there.
-	wt, err := p.Repo.Get(ctx, run, id, seq)
+	// A worktree of this very attempt means the process died while the
+	// worker ran: the worker resumes its conversation there.
+	wt, err := p.Repo.Get(ctx, run, id, attempt)
 	resumed := err == nil
 	if resumed && p.Repo.Check(wt) != nil {
-		// Its .git is gone: the try starts over in a new worktree.
+		// Its .git is gone: the attempt starts over in a new worktree.
 		resumed = false
 	}
 	if resumed {
 		clearStaleLocks(ctx, wt.Path)
 	}
 	if !resumed {
-		if wt, err = p.createWorktree(ctx, run, id, seq); err != nil {
+		if wt, err = p.createWorktree(ctx, run, id, attempt); err != nil {
 			return u, fmt.Errorf("implement %s: %w", id, err)
 		}
 	}
@@ -384,12 +384,14 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		return u, fmt.Errorf("implement %s: %w", id, err)
 	}
 	p.crash("implement:before_worker")
-	rec := Attempt{TaskID: id, Attempt: attempt, Seq: seq, Worktree: wt.Name(), Branch: wt.Branch}
+	rec := Attempt{TaskID: id, Attempt: attempt, Worktree: wt.Name(), Branch: wt.Branch}
+	// The prompt's "Attempt: n of max" shows the task's progress toward
+	// max_attempts (task.Attempts+1); the conversation is named by the
+	// attempt number.
 	job := agent.Job{RunID: run, Task: task, Attempt: attempt, MaxAttempts: task.MaxAttempts, Worktree: wt.Path,
 		// A reviewer's notes are in the task's implementation notes,
 		// which the prompt shows.
-		PreviousError:  task.Error,
-		ConversationID: agent.ConversationID(run, id, seq, 0), Restart: !resumed}
+		PreviousError: task.Error, Restart: !resumed}
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if p.WorkerTimeout > 0 {
 		wctx, cancel = context.WithTimeoutCause(ctx, p.WorkerTimeout, errWorkerTimeout)
@@ -422,7 +424,7 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 			// Nothing of this attempt can be committed: git there would
 			// not run against the attempt. The retry gets a new worktree.
 			rec.Error = joinErrors(rec.Error, "the worker broke its worktree: "+gerr.Error())
-			u.Attempts.Put(attemptKey(id, seq), rec)
+			u.Attempts.Put(attemptKey(id, attempt), rec)
 			u.Log.Add(p.entry(id, "%s attempt %d: %s", id, attempt, firstLine(rec.Error)))
 			return u, nil
 		default:
@@ -466,7 +468,7 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	}
 	rec.Commit, rec.Changed = sha, changed
 	p.crash("implement:after_commit")
-	u.Attempts.Put(attemptKey(id, seq), rec)
+	u.Attempts.Put(attemptKey(id, attempt), rec)
 	msg := "worker finished"
 	if rec.WorkerReason != "" {
 		msg += " (" + rec.WorkerReason + ")"
@@ -500,19 +502,19 @@ func (p *Pipeline) committedSecrets(ctx context.Context, wt *worktree.Worktree) 
 	return p.Secrets.Find([]byte(patch))
 }
 
-// createWorktree makes a try's worktree. A branch left without its
+// createWorktree makes an attempt's worktree. A branch left without its
 // worktree (the folder was deleted, by a worker or by hand) is removed
-// first, its commit kept, so that the try starts afresh.
-func (p *Pipeline) createWorktree(ctx context.Context, run, id string, seq int) (*worktree.Worktree, error) {
-	wt, err := p.Repo.Create(ctx, run, id, seq)
+// first, its commit kept, so that the attempt starts afresh.
+func (p *Pipeline) createWorktree(ctx context.Context, run, id string, attempt int) (*worktree.Worktree, error) {
+	wt, err := p.Repo.Create(ctx, run, id, attempt)
 	if !errors.Is(err, worktree.ErrExists) {
 		return wt, err
 	}
-	p.log().WarnContext(ctx, "recreating a broken worktree", slog.String("task_id", id), slog.Int("seq", seq), slog.Any("error", err))
-	if rerr := p.Repo.RemoveAttempt(ctx, run, id, seq); rerr != nil {
+	p.log().WarnContext(ctx, "recreating a broken worktree", slog.String("task_id", id), slog.Int("attempt", attempt), slog.Any("error", err))
+	if rerr := p.Repo.RemoveAttempt(ctx, run, id, attempt); rerr != nil {
 		return nil, fmt.Errorf("%w (and removing what is left: %v)", err, rerr)
 	}
-	return p.Repo.Create(ctx, run, id, seq)
+	return p.Repo.Create(ctx, run, id, attempt)
 }
 
 // EscalationPayload is what a human_escalation interrupt carries.
@@ -524,6 +526,11 @@ type EscalationPayload struct {
 	Attempts int    `json:"attempts"`
 	// Attempt is the key of the task's last attempt in State.Attempts.
 	Attempt string `json:"attempt,omitempty"`
+	// Ref names that attempt's work so that git show accepts it: the ref
+	// that keeps its commit, refs/taskloom/attempts/RUN_ID/TASK_ID/ATTEMPT,
+	// or, when it was integrated (and reverted since), its commit on the
+	// target branch. It is empty when the attempt committed nothing.
+	Ref string `json:"ref,omitempty"`
 }
 
 // escalate asks a human about each escalated task, then applies the
@@ -539,8 +546,9 @@ func (p *Pipeline) escalate(ctx context.Context, s State) (State, error) {
 		payload := EscalationPayload{TaskID: e.TaskID, Reason: e.Reason, Error: e.Error}
 		if t := findTask(tasks, e.TaskID); t != nil {
 			payload.Title, payload.Attempts = t.Title, t.Attempts
-			if seq := nextSeq(s, t.ID) - 1; seq > 0 {
-				payload.Attempt = attemptKey(t.ID, seq)
+			if a, ok := LastAttempt(s, t.ID); ok {
+				payload.Attempt = attemptKey(t.ID, a.Attempt)
+				payload.Ref = p.keep(ctx, s.RunID.Get(), a)
 			}
 		}
 		d, err := graph.Interrupt[Decision](ctx, payload)
@@ -587,6 +595,24 @@ func (p *Pipeline) escalate(ctx context.Context, s State) (State, error) {
 	return u, nil
 }
 
+// keep returns a ref of an escalated attempt's work that git show accepts
+// (see EscalationPayload.Ref), making sure that it exists: the reviewer
+// is shown it.
+func (p *Pipeline) keep(ctx context.Context, run string, a Attempt) string {
+	switch {
+	case a.Integrated != "":
+		return a.Integrated
+	case a.Commit == "" || !a.Changed || p.Repo == nil:
+		return ""
+	}
+	ref, err := p.Repo.Keep(ctx, run, a.TaskID, a.Attempt, a.Commit)
+	if err != nil {
+		p.log().WarnContext(ctx, "keep an escalated attempt", slog.String("task_id", a.TaskID), slog.Int("attempt", a.Attempt), slog.Any("error", err))
+		return ""
+	}
+	return ref
+}
+
 func (p *Pipeline) escalationRouter(_ context.Context, s State) (string, error) {
 	if s.Outcome.Get() == OutcomeAborted {
 		return graph.END, nil
@@ -611,9 +637,9 @@ func firstLine(s string) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// nextSeq returns the number of the next try of a task: one more than the
-// tries recorded.
-func nextSeq(s State, taskID string) int {
+// nextAttempt returns the number of a task's next attempt: one more than
+// the highest recorded.
+func nextAttempt(s State, taskID string) int {
 	n := 0
 	prefix := taskID + "/"
 	for _, k := range s.Attempts.Keys() {

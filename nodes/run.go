@@ -124,6 +124,13 @@ func (r *Runner) finish(ctx context.Context, runID string, res graph.Result[Stat
 	if serr := r.Registry.SetRunStatus(sctx, runID, status); serr != nil && err == nil {
 		err = serr
 	}
+	if err == nil && res.Status == graph.StatusDone && r.Pipeline.Repo != nil {
+		// The run ended: its review is over, so the refs that kept its
+		// unintegrated attempts for it go.
+		if _, derr := r.Pipeline.Repo.DropKept(sctx, runID); derr != nil {
+			r.log().WarnContext(ctx, "drop kept attempts", slog.String("run_id", runID), slog.Any("error", derr))
+		}
+	}
 	return err
 }
 

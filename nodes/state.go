@@ -1,6 +1,8 @@
 package nodes
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -66,11 +68,13 @@ type Entry struct {
 // Attempt records one attempt of a task.
 type Attempt struct {
 	TaskID string `json:"task_id"`
-	// Attempt is the attempt number the worker was told (it restarts
-	// after a review's retry); Seq numbers the task's tries and names the
-	// worktree, the trailer and the conversation.
+	// Attempt is the attempt number: 1-based, it counts every attempt the
+	// task has had and never restarts (a review's retry goes on counting).
+	// It is the one number users see, in the log, status, history, review
+	// and events, and it names the attempt's worktree, branch, kept ref,
+	// trailer and conversation. The task's Attempts, which max_attempts
+	// bounds, counts only its failed verifications since the last review.
 	Attempt  int    `json:"attempt"`
-	Seq      int    `json:"seq"`
 	Worktree string `json:"worktree"`
 	Branch   string `json:"branch"`
 	Commit   string `json:"commit,omitempty"`
@@ -110,7 +114,7 @@ type Attempt struct {
 func NoChangeTasks(s State) []string {
 	last := map[string]Attempt{}
 	for _, a := range s.Attempts.Values() {
-		if prev, ok := last[a.TaskID]; !ok || a.Seq > prev.Seq {
+		if prev, ok := last[a.TaskID]; !ok || a.Attempt > prev.Attempt {
 			last[a.TaskID] = a
 		}
 	}
@@ -140,15 +144,70 @@ func (a Attempt) Usage() llm.Usage {
 		CacheWriteTokens: a.CacheWriteTokens, CostUSD: a.CostUSD, Estimated: a.UsageEstimated}
 }
 
-// attemptKey is an Attempt's key in State.Attempts: "TASK/SEQ".
-func attemptKey(taskID string, seq int) string {
-	return taskID + "/" + itoa(seq)
+// UnmarshalJSON reads an attempt record, also as checkpoints written
+// before attempts had one number stored it: "seq" was the attempt number
+// and "attempt" a count that restarted after a review.
+func (a *Attempt) UnmarshalJSON(b []byte) error {
+	type plain Attempt
+	var v struct {
+		plain
+		Seq int `json:"seq"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*a = Attempt(v.plain)
+	if v.Seq > 0 {
+		a.Attempt = v.Seq
+	}
+	return nil
+}
+
+// attemptKey is an Attempt's key in State.Attempts: "TASK/ATTEMPT".
+func attemptKey(taskID string, attempt int) string {
+	return taskID + "/" + itoa(attempt)
+}
+
+// LastAttempt returns the newest attempt of a task, if it had one.
+func LastAttempt(s State, taskID string) (Attempt, bool) {
+	n := nextAttempt(s, taskID) - 1
+	if n < 1 {
+		return Attempt{}, false
+	}
+	return s.Attempts.Get(attemptKey(taskID, n))
+}
+
+// CurrentAttempt returns the number of a task's attempt that is running
+// or next to run: its last attempt while the task is in progress and that
+// attempt has not failed (it is being verified or integrated), else the
+// next one. Status and events show a task with it.
+func CurrentAttempt(s State, taskID string) int {
+	next := nextAttempt(s, taskID)
+	t, ok := s.Tasks.Get(taskID)
+	if !ok || t.Status != planner.StatusInProgress {
+		return next
+	}
+	if a, ok := s.Attempts.Get(attemptKey(taskID, next-1)); ok && a.Error == "" && a.ProviderError == "" &&
+		a.Question == "" && (a.Tests == nil || a.Verified) {
+		return next - 1
+	}
+	return next
+}
+
+// AttemptLabel names attempt n of a task for a person: "attempt 2 of 3"
+// while n is also the task's count toward max_attempts (tries), else
+// "attempt 5, 2 of max_attempts 3", after a review's retry, say.
+func AttemptLabel(n, tries, maxAttempts int) string {
+	if n == tries {
+		return fmt.Sprintf("attempt %d of %d", n, maxAttempts)
+	}
+	return fmt.Sprintf("attempt %d, %d of max_attempts %d", n, tries, maxAttempts)
 }
 
 // Culprit is an integrated attempt that broke the build on the target
 // branch, found by bisection.
 type Culprit struct {
-	// Attempt is its key, "TASK/SEQ".
+	// Attempt is its key, "TASK/ATTEMPT".
 	Attempt string `json:"attempt"`
 	// Partner is the earlier attempt it breaks the build together with
 	// when it passes on its own; it stays.

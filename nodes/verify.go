@@ -32,14 +32,14 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 		if t == nil {
 			return u, fmt.Errorf("verify: unknown task %q", id)
 		}
-		rec, ok := s.Attempts.Get(attemptKey(id, nextSeq(s, id)-1))
+		rec, ok := s.Attempts.Get(attemptKey(id, nextAttempt(s, id)-1))
 		if !ok {
 			return u, fmt.Errorf("verify %s: no attempt recorded", id)
 		}
 		recs[i] = rec
 		spec := verify.Spec{Command: p.VerifyCommand, TestFiles: t.TestFiles, FilesToCreate: t.FilesToCreate}
 		wg.Go(func() {
-			wts[i], errs[i] = p.Repo.Get(ctx, s.RunID.Get(), id, rec.Seq)
+			wts[i], errs[i] = p.Repo.Get(ctx, s.RunID.Get(), id, rec.Attempt)
 			if errs[i] != nil || rec.Question != "" || rec.ProviderError != "" || rec.Error != "" {
 				return
 			}
@@ -104,7 +104,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 				return u, err
 			}
 		}
-		u.Attempts.Put(attemptKey(id, rec.Seq), *rec)
+		u.Attempts.Put(attemptKey(id, rec.Attempt), *rec)
 	}
 	putChanged(&u, s, tasks)
 	if len(escs) > 0 {
@@ -144,9 +144,9 @@ func (p *Pipeline) failAttempt(ctx context.Context, u *State, tasks []planner.Ta
 			reason = ReasonMaxAttempts
 		}
 		escs = append(escs, Escalation{TaskID: rec.TaskID, Reason: reason, Error: failure})
-		u.Log.Add(p.entry(rec.TaskID, "%s failed attempt %d of %d; escalating to a human: %s", rec.TaskID, rec.Attempt, t.MaxAttempts, firstLine(failure)))
+		u.Log.Add(p.entry(rec.TaskID, "%s failed %s; escalating to a human: %s", rec.TaskID, AttemptLabel(rec.Attempt, t.Attempts, t.MaxAttempts), firstLine(failure)))
 	} else {
-		u.Log.Add(p.entry(rec.TaskID, "%s failed attempt %d of %d; retrying: %s", rec.TaskID, rec.Attempt, t.MaxAttempts, firstLine(failure)))
+		u.Log.Add(p.entry(rec.TaskID, "%s failed %s; retrying: %s", rec.TaskID, AttemptLabel(rec.Attempt, t.Attempts, t.MaxAttempts), firstLine(failure)))
 	}
 	return tasks, escs, nil
 }
@@ -167,13 +167,13 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 	var integrated []string
 	fastForward := false
 	for _, id := range s.Batch.Get() {
-		key := attemptKey(id, nextSeq(s, id)-1)
+		key := attemptKey(id, nextAttempt(s, id)-1)
 		rec, ok := s.Attempts.Get(key)
 		t := findTask(tasks, id)
 		if !ok || t == nil || t.Status != planner.StatusInProgress || !rec.Verified || !rec.Changed || rec.Error != "" || rec.Integrated != "" {
 			continue
 		}
-		wt, err := p.Repo.Get(ctx, s.RunID.Get(), id, rec.Seq)
+		wt, err := p.Repo.Get(ctx, s.RunID.Get(), id, rec.Attempt)
 		var sha string
 		var conflicts []string
 		if err == nil {

@@ -29,7 +29,9 @@ func (e *TransitionError) Error() string {
 // Propagate, so the list it returns is consistent.
 
 // Start moves a pending task to in_progress. The attempt that starts is
-// number Attempts+1: Attempts counts failed attempts.
+// the task's Attempts+1-th toward MaxAttempts: Attempts counts its failed
+// attempts since the last review. (Its attempt number, which counts every
+// attempt and names its ref and trailer, is the pipeline's to keep.)
 func Start(tasks []planner.Task, id string) ([]planner.Task, error) {
 	return change(tasks, id, "start", func(t *planner.Task) bool {
 		if t.Status != planner.StatusPending {

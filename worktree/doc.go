@@ -100,7 +100,8 @@
 //
 // Remove deletes a worktree and its branch; an attempt commit that never
 // reached main is kept at refs/taskloom/attempts/RUN/TASK/ATTEMPT, so work
-// is never lost with its branch. CleanOrphans removes what a crashed run
+// is never lost with its branch. Keep makes sure that ref exists (review
+// shows it), and DropKept deletes a run's kept refs once the run ended. CleanOrphans removes what a crashed run
 // left (worktrees, branches, stray folders), sparing what the caller still
 // needs.
 //

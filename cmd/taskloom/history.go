@@ -269,7 +269,9 @@ func summarizeStep(info graph.CheckpointInfo, prev, cur nodes.State, havePrev bo
 		part := fmt.Sprintf("%s %s→%s", c.TaskID, c.From, c.To)
 		old, _ := prev.Tasks.Get(c.TaskID)
 		if t, _ := cur.Tasks.Get(c.TaskID); t.Attempts > old.Attempts {
-			part += fmt.Sprintf(" (attempt %d failed)", t.Attempts)
+			if a, ok := nodes.LastAttempt(cur, c.TaskID); ok {
+				part += fmt.Sprintf(" (attempt %d failed)", a.Attempt)
+			}
 		}
 		parts = append(parts, part)
 	}
@@ -289,7 +291,10 @@ func summarizeStep(info graph.CheckpointInfo, prev, cur nodes.State, havePrev bo
 	if len(parts) == 0 {
 		switch {
 		case len(e.Log) > 0:
-			parts = append(parts, firstLineOf(e.Log[0]))
+			// Parallel workers each add a line in one step: name them all.
+			for _, l := range e.Log {
+				parts = append(parts, firstLineOf(l))
+			}
 		case info.Source == "input":
 			parts = append(parts, "run started")
 		case info.Source == "update":

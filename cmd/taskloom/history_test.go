@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ func histTasks(statuses ...string) graph.Keyed[planner.Task] {
 }
 
 func histTaskKey(t planner.Task) string { return t.ID }
+
+func histAttemptKey(a nodes.Attempt) string { return a.TaskID + "/" + strconv.Itoa(a.Attempt) }
 
 func histLog(texts ...string) graph.Append[nodes.Entry] {
 	var es []nodes.Entry
@@ -75,12 +78,24 @@ func TestSummarizeStep(t *testing.T) {
 			log:     []string{"T1 passed", "T2 failed"},
 		},
 		{
-			name:    "failed attempt",
-			info:    graph.CheckpointInfo{Step: 7, Source: "loop"},
-			prev:    nodes.State{Tasks: graph.K(histTaskKey, planner.Task{ID: "T2", Status: "in_progress", Attempts: 1})},
-			cur:     nodes.State{Tasks: graph.K(histTaskKey, planner.Task{ID: "T2", Status: "pending", Attempts: 2})},
-			want:    "T2 in_progress→pending (attempt 2 failed)",
+			name: "failed attempt",
+			info: graph.CheckpointInfo{Step: 7, Source: "loop"},
+			prev: nodes.State{Tasks: graph.K(histTaskKey, planner.Task{ID: "T2", Status: "in_progress", Attempts: 1})},
+			cur: nodes.State{Tasks: graph.K(histTaskKey, planner.Task{ID: "T2", Status: "pending", Attempts: 2}),
+				// Attempts 1 and 2 came before a review's retry: the
+				// summary names the attempt number, not the count.
+				Attempts: graph.K(histAttemptKey, nodes.Attempt{TaskID: "T2", Attempt: 3}, nodes.Attempt{TaskID: "T2", Attempt: 4})},
+			want:    "T2 in_progress→pending (attempt 4 failed)",
 			changes: []taskChange{{"T2", "in_progress", "pending"}},
+		},
+		{
+			name: "parallel workers",
+			info: graph.CheckpointInfo{Step: 8, Source: "loop", Writers: []string{nodes.NodeImplementParallel, nodes.NodeImplementParallel}},
+			prev: nodes.State{Tasks: histTasks("T1", "in_progress", "T2", "in_progress"), Log: histLog("old")},
+			cur: nodes.State{Tasks: histTasks("T1", "in_progress", "T2", "in_progress"),
+				Log: histLog("old", "T1 attempt 1: worker finished (done)", "T2 attempt 3: worker finished (done)")},
+			want: "T1 attempt 1: worker finished (done); T2 attempt 3: worker finished (done)",
+			log:  []string{"T1 attempt 1: worker finished (done)", "T2 attempt 3: worker finished (done)"},
 		},
 		{
 			name: "escalation",

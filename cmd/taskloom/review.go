@@ -69,9 +69,13 @@ func newReviewCmd(a *app) *cobra.Command {
 		Long: `Review the escalated tasks of a run paused for human review (exit code 3).
 
 On a terminal the review is interactive: each escalated task is shown with
-its error, its last attempt's diff and test output, and you choose:
+its error, its last attempt's number, a git ref of that attempt's work
+(refs/taskloom/attempts/RUN_ID/TASK_ID/ATTEMPT, kept until the run ends)
+with the git show command for its whole diff, its diff and test output,
+and you choose:
   fixed  I fixed it by hand: mark it completed and continue
-  retry  reset its attempts and retry it, optionally with a note for the worker
+  retry  give it max_attempts fresh attempts, optionally with a note for the
+         worker (attempt numbers go on counting, so refs never repeat)
   skip   mark it skipped; its dependents become blocked unless also skipped
   abort  end the run as aborted
 Without a terminal, pass the decision as flags:
@@ -142,6 +146,7 @@ type escalation struct {
 // taken so far.
 type review struct {
 	runID     string
+	repo      string // the run's repository, for the git commands shown
 	pending   []escalation
 	tasks     []planner.Task // the tasks as the decisions so far leave them
 	decisions map[string]nodes.Decision
@@ -155,7 +160,8 @@ func (o *reviewOpts) Run(ctx context.Context, cmd *cobra.Command, in io.Reader, 
 		return err
 	}
 	defer s.Close()
-	if _, _, err := s.loadRun(ctx, o.RunID); err != nil {
+	run, _, err := s.loadRun(ctx, o.RunID)
+	if err != nil {
 		return err
 	}
 	g, err := s.graph()
@@ -166,7 +172,7 @@ func (o *reviewOpts) Run(ctx context.Context, cmd *cobra.Command, in io.Reader, 
 	if err != nil {
 		return fmt.Errorf("read run %s: %w", o.RunID, err)
 	}
-	rv, err := newReview(o.RunID, res)
+	rv, err := newReview(o.RunID, run.Repo, res)
 	if err != nil {
 		return err
 	}
@@ -213,8 +219,9 @@ func (o *reviewOpts) Run(ctx context.Context, cmd *cobra.Command, in io.Reader, 
 }
 
 // newReview collects the pending escalations of a run's newest checkpoint.
-func newReview(runID string, res graph.Result[nodes.State]) (*review, error) {
-	rv := &review{runID: runID, tasks: res.State.Tasks.Values(), decisions: map[string]nodes.Decision{}}
+// repo is the run's repository.
+func newReview(runID, repo string, res graph.Result[nodes.State]) (*review, error) {
+	rv := &review{runID: runID, repo: repo, tasks: res.State.Tasks.Values(), decisions: map[string]nodes.Decision{}}
 	for _, in := range res.Interrupts {
 		if in.Node != nodes.NodeEscalation {
 			continue
@@ -409,6 +416,38 @@ func testSummary(r verify.Verdict) string {
 	return strings.Join(parts, ", ")
 }
 
+// showCommand is the command that shows ref's whole diff in repo: git show
+// REF, with -C REPO unless repo is the current directory.
+func showCommand(repo, ref string) string {
+	if repo != "" {
+		if wd, err := os.Getwd(); err != nil || !sameDir(wd, repo) {
+			return fmt.Sprintf("git -C %s show %s", shellQuote(repo), ref)
+		}
+	}
+	return "git show " + ref
+}
+
+// sameDir reports whether a and b name the same directory.
+func sameDir(a, b string) bool {
+	ia, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	ib, err := os.Stat(b)
+	return err == nil && os.SameFile(ia, ib)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '\\' ||
+			('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // section is a titled text of an escalation's view.
 type section struct {
 	title string
@@ -434,7 +473,7 @@ func (e escalation) sections() []section {
 	}
 	switch {
 	case a.Diff != "":
-		out = append(out, section{title: fmt.Sprintf("diff of attempt %d (%s)", a.Attempt, a.Branch), text: a.Diff, limit: reviewDiffLines})
+		out = append(out, section{title: fmt.Sprintf("diff of attempt %d", a.Attempt), text: a.Diff, limit: reviewDiffLines})
 	case a.Commit != "" || a.Worktree != "":
 		out = append(out, section{title: fmt.Sprintf("diff of attempt %d", a.Attempt), text: "(the attempt changed nothing)", limit: 1})
 	}
@@ -466,14 +505,28 @@ func (rv *review) showOne(w io.Writer, e escalation, i, n int, full bool) bool {
 	}
 	fmt.Fprintf(w, "== [%d/%d] %s — %s\n", i+1, n, e.payload.TaskID, title)
 	fmt.Fprintf(w, "reason:   %s\n", reasonText(e.payload.Reason))
-	attempts := fmt.Sprintf("%d", e.payload.Attempts)
+	// The attempt number counts every attempt; max_attempts bounds the
+	// failed ones since the last review.
+	var used []string
 	if e.task.MaxAttempts > 0 {
-		attempts += fmt.Sprintf(" of %d", e.task.MaxAttempts)
+		used = append(used, fmt.Sprintf("%d of max_attempts %d failed", e.payload.Attempts, e.task.MaxAttempts))
 	}
 	if e.task.Status != "" {
-		attempts += fmt.Sprintf(" (status %s)", e.task.Status)
+		used = append(used, "status "+string(e.task.Status))
 	}
-	fmt.Fprintf(w, "attempts: %s\n", attempts)
+	about := ""
+	if len(used) > 0 {
+		about = " (" + strings.Join(used, ", ") + ")"
+	}
+	if a := e.attempt; a != nil {
+		fmt.Fprintf(w, "attempt:  %d, the last%s\n", a.Attempt, about)
+		if e.payload.Ref != "" {
+			fmt.Fprintf(w, "ref:      %s\n", e.payload.Ref)
+			fmt.Fprintf(w, "diff:     %s\n", showCommand(rv.repo, e.payload.Ref))
+		}
+	} else {
+		fmt.Fprintf(w, "attempt:  none yet%s\n", about)
+	}
 	if e.attempt != nil && e.attempt.Tests != nil {
 		fmt.Fprintf(w, "tests:    %s\n", testSummary(*e.attempt.Tests))
 	}

@@ -251,8 +251,13 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 			require.Equal(t, exitUsage, code, "stderr: %s", errOut)
 			require.Contains(t, out, "T1 — Write the notes file")
 			require.Contains(t, out, "reason:   max attempts reached")
-			require.Contains(t, out, "attempts: 1 of 1 (status failed)")
+			require.Contains(t, out, "attempt:  1, the last (1 of max_attempts 1 failed, status failed)")
 			require.Contains(t, out, "+bad notes")
+			// The ref shown resolves, and the command shown gives the diff.
+			ref := "refs/taskloom/attempts/" + runID + "/T1/1"
+			require.Contains(t, out, "ref:      "+ref+"\n")
+			require.Contains(t, out, "diff:     git -C "+repo+" show "+ref+"\n")
+			require.Contains(t, reviewGit(t, repo, "show", ref), "+bad notes")
 			require.Contains(t, errOut, "--task ID --action fixed|retry|skip|abort")
 
 			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T9", "--action", "skip")
@@ -287,6 +292,7 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 			require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T1").Status)
 			require.Equal(t, planner.StatusCompleted, taskStatus(t, res, "T2").Status)
 			require.Empty(t, mainFile(t, repo, "notes.txt"), "a skipped task is not integrated")
+			require.Empty(t, reviewGit(t, repo, "for-each-ref", "refs/taskloom/attempts/"+runID+"/"), "kept until the run ends, not after")
 
 			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
 			require.Equal(t, exitError, code)
@@ -313,6 +319,22 @@ func TestReviewFlagsRetryWithNoteAndResume(t *testing.T) {
 	require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+reviewNote)
 	// Only the conversation that matches the note writes good notes.
 	require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
+	// The retry's attempt goes on counting: attempt 2 everywhere, the
+	// trailer included.
+	a, ok := nodes.LastAttempt(res.State, "T1")
+	require.True(t, ok)
+	require.Equal(t, 2, a.Attempt)
+	require.Contains(t, reviewGit(t, repo, "log", "--format=%B", "main"), "Taskloom-Task: "+runID+"/T1/2\n")
+	require.Contains(t, strings.Join(logTexts(res.State), "\n"), "started T1 (attempt 2, 1 of max_attempts 1): ")
+}
+
+// logTexts returns the texts of a run's log.
+func logTexts(s nodes.State) []string {
+	var out []string
+	for _, e := range s.Log.Items() {
+		out = append(out, e.Text)
+	}
+	return out
 }
 
 func TestReviewFlagsTwoEscalations(t *testing.T) {
@@ -518,13 +540,17 @@ func TestReviewShowOne(t *testing.T) {
 	}{{
 		name: "failed tests",
 		e: escalation{
-			payload: nodes.EscalationPayload{TaskID: "T1", Title: "Add", Reason: nodes.ReasonMaxAttempts, Error: failing.ErrorContext(4000), Attempts: 3, Attempt: "T1/3"},
+			payload: nodes.EscalationPayload{TaskID: "T1", Title: "Add", Reason: nodes.ReasonMaxAttempts, Error: failing.ErrorContext(4000), Attempts: 3,
+				Attempt: "T1/5", Ref: "refs/taskloom/attempts/r1/T1/5"},
 			task:    planner.Task{ID: "T1", Status: planner.StatusFailed, Attempts: 3, MaxAttempts: 3},
-			attempt: &nodes.Attempt{TaskID: "T1", Attempt: 3, Branch: "b", Diff: "+x", Tests: &failing},
+			attempt: &nodes.Attempt{TaskID: "T1", Attempt: 5, Branch: "b", Diff: "+x", Tests: &failing},
 		},
-		want: []string{"== [1/1] T1 — Add\n", "reason:   max attempts reached\n", "attempts: 3 of 3 (status failed)\n",
+		// Attempt 5: a review's retry gave the task 3 fresh attempts after
+		// its first 2.
+		want: []string{"== [1/1] T1 — Add\n", "reason:   max attempts reached\n", "attempt:  5, the last (3 of max_attempts 3 failed, status failed)\n",
+			"ref:      refs/taskloom/attempts/r1/T1/5\n", "diff:     git show refs/taskloom/attempts/r1/T1/5\n",
 			"tests:    1 of 4 failed, gotest, exit code 1\n", "error:\n  │ 1 of 4 tests failed", "--- FAIL: TestAdd (example/a)",
-			"diff of attempt 3 (b):\n  │ +x\n", "test output:\n  │ === RUN   TestAdd\n", "  … 19 more line(s) cut\n"},
+			"diff of attempt 5:\n  │ +x\n", "test output:\n  │ === RUN   TestAdd\n", "  … 19 more line(s) cut\n"},
 		cut: true,
 	}, {
 		name: "question",
@@ -533,22 +559,23 @@ func TestReviewShowOne(t *testing.T) {
 			task:    planner.Task{ID: "T2", Status: planner.StatusPending, MaxAttempts: 3},
 			attempt: &nodes.Attempt{TaskID: "T2", Attempt: 1, Worktree: "w", Question: "which port?"},
 		},
-		want:    []string{"reason:   the worker has a question\n", "attempts: 0 of 3 (status pending)\n", "question:\n  │ which port?\n", "diff of attempt 1:\n  │ (the attempt changed nothing)\n"},
-		notWant: []string{"tests:", "test output", "cut"},
+		want: []string{"reason:   the worker has a question\n", "attempt:  1, the last (0 of max_attempts 3 failed, status pending)\n",
+			"question:\n  │ which port?\n", "diff of attempt 1:\n  │ (the attempt changed nothing)\n"},
+		notWant: []string{"tests:", "test output", "cut", "ref:"},
 	}, {
 		name: "conflict",
 		e: escalation{
 			payload: nodes.EscalationPayload{TaskID: "T3", Title: "Merge", Reason: nodes.ReasonConflict, Error: "merge conflict with main in a.go", Attempts: 3, Attempt: "T3/3"},
 			attempt: &nodes.Attempt{TaskID: "T3", Attempt: 3, Conflicts: []string{"a.go", "b.go"}, Diff: "+y", Tests: &verify.Verdict{Passed: true, Format: "exit-code"}},
 		},
-		want: []string{"reason:   merge conflict that persists after retries\n", "attempts: 3\n", "tests:    passed, exit-code, exit code 0\n", "conflicting files:\n  │ a.go\n  │ b.go\n"},
+		want: []string{"reason:   merge conflict that persists after retries\n", "attempt:  3, the last\n", "tests:    passed, exit-code, exit code 0\n", "conflicting files:\n  │ a.go\n  │ b.go\n"},
 	}, {
 		name: "cycle without attempt",
 		e: escalation{
 			payload: nodes.EscalationPayload{TaskID: "T4", Title: "Loop", Reason: nodes.ReasonCycle, Error: "dependency cycle T4 -> T5 -> T4"},
 			task:    planner.Task{ID: "T4", Status: planner.StatusPending, MaxAttempts: 3},
 		},
-		want:    []string{"reason:   dependency cycle\n", "error:\n  │ dependency cycle T4 -> T5 -> T4\n"},
+		want:    []string{"reason:   dependency cycle\n", "attempt:  none yet (0 of max_attempts 3 failed, status pending)\n", "error:\n  │ dependency cycle T4 -> T5 -> T4\n"},
 		notWant: []string{"diff", "tests:"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {

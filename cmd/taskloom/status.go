@@ -220,7 +220,7 @@ func printStatus(w io.Writer, rep statusReport) {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, id := range rep.CurrentTaskIDs {
 			t, _ := st.Tasks.Get(id)
-			fmt.Fprintf(tw, "  %s\t%s\tattempt %d of %d\t%s\n", id, t.Status, t.Attempts+1, t.MaxAttempts, t.Title)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", id, t.Status, nodes.AttemptLabel(nodes.CurrentAttempt(st, id), t.Attempts+1, t.MaxAttempts), t.Title)
 		}
 		tw.Flush()
 	}
