@@ -14,7 +14,8 @@ const tableTitleLen = 50
 // WriteTable prints the plan for a reader: one row per task (ID, title,
 // priority, milestone, complexity total and level, dependencies, file
 // count, and the task it was split from), then the splits, milestones,
-// warnings, cycles and schedule.
+// warnings, cycles and schedule, with its parallel waves when the
+// schedule has them.
 func (p *Plan) WriteTable(w io.Writer) error {
 	ew := &errWriter{w: w}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
@@ -77,12 +78,21 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	if len(s.CriticalPath) > 0 {
 		fmt.Fprintf(ew, "Critical path: %s\n", strings.Join(s.CriticalPath, " -> "))
 	}
+	if len(s.Waves) > 0 {
+		fmt.Fprintf(ew, "\nParallel waves with %d worker(s) (%d; a wave starts when the one before is integrated):\n", s.Workers, len(s.Waves))
+		width := len(fmt.Sprint(len(s.Waves)))
+		for i, wave := range s.Waves {
+			fmt.Fprintf(ew, "  %*d  %s\n", width, i+1, strings.Join(wave, ", "))
+		}
+	}
 	return ew.err
 }
 
 // WriteMermaid prints the dependency graph as a Mermaid flowchart: one
-// subgraph per milestone, an arrow from each dependency to its dependent,
-// nodes colored by complexity level, and cycle edges in red.
+// subgraph per milestone, each task with its full title (escaped), an
+// arrow from each dependency to its dependent, nodes colored by complexity
+// level, the critical path's tasks outlined and its edges drawn thick and
+// blue, and cycle edges in red.
 func (p *Plan) WriteMermaid(w io.Writer) error {
 	ew := &errWriter{w: w}
 	node := make(map[string]string, len(p.Tasks))
@@ -90,10 +100,21 @@ func (p *Plan) WriteMermaid(w io.Writer) error {
 		node[p.Tasks[i].ID] = fmt.Sprintf("t%d", i)
 	}
 	fmt.Fprintln(ew, "flowchart TD")
+	onPath := map[string]bool{}
+	pathEdge := map[[2]string]bool{}
+	if cp := p.Schedule.CriticalPath; len(cp) > 0 {
+		fmt.Fprintf(ew, "  %%%% critical path: %s\n", strings.Join(cp, " -> "))
+		for k, id := range cp {
+			onPath[id] = true
+			if k > 0 {
+				pathEdge[[2]string{cp[k-1], id}] = true
+			}
+		}
+	}
 	placed := make([]bool, len(p.Tasks))
 	writeNode := func(i int, indent string) {
 		t := &p.Tasks[i]
-		label := fmt.Sprintf("%s: %s<br/>%.2f %s", t.ID, shorten(t.Title, 40), t.Complexity.Total, t.Complexity.Level)
+		label := fmt.Sprintf("%s: %s<br/>%.2f %s", t.ID, t.Title, t.Complexity.Total, t.Complexity.Level)
 		fmt.Fprintf(ew, "%s%s[\"%s\"]\n", indent, node[t.ID], mermaidEscape(label))
 		placed[i] = true
 	}
@@ -118,7 +139,7 @@ func (p *Plan) WriteMermaid(w io.Writer) error {
 		}
 	}
 	edge := 0
-	var red []int
+	var red, blue []int
 	for i := range p.Tasks {
 		t := &p.Tasks[i]
 		for _, d := range t.Dependencies {
@@ -126,7 +147,12 @@ func (p *Plan) WriteMermaid(w io.Writer) error {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(ew, "  %s --> %s\n", from, node[t.ID])
+			arrow := "-->"
+			if pathEdge[[2]string{d, t.ID}] {
+				arrow = "==>"
+				blue = append(blue, edge)
+			}
+			fmt.Fprintf(ew, "  %s %s %s\n", from, arrow, node[t.ID])
 			if inCycle[[2]string{t.ID, d}] {
 				red = append(red, edge)
 			}
@@ -157,18 +183,38 @@ func (p *Plan) WriteMermaid(w io.Writer) error {
 			fmt.Fprintf(ew, "  class %s %s\n", strings.Join(ids, ","), c.name)
 		}
 	}
-	if len(red) > 0 {
-		parts := make([]string, len(red))
-		for i, e := range red {
+	if len(onPath) > 0 {
+		var ids []string
+		for i := range p.Tasks {
+			if onPath[p.Tasks[i].ID] {
+				ids = append(ids, node[p.Tasks[i].ID])
+			}
+		}
+		// After the level classes, so that its stroke wins over theirs.
+		fmt.Fprintln(ew, "  classDef criticalPath stroke:#1c64f2,stroke-width:4px")
+		fmt.Fprintf(ew, "  class %s criticalPath\n", strings.Join(ids, ","))
+	}
+	for _, l := range []struct {
+		edges []int
+		style string
+	}{{blue, "stroke:#1c64f2,stroke-width:4px"}, {red, "stroke:#c82333,stroke-width:3px"}} {
+		if len(l.edges) == 0 {
+			continue
+		}
+		parts := make([]string, len(l.edges))
+		for i, e := range l.edges {
 			parts[i] = fmt.Sprint(e)
 		}
-		fmt.Fprintf(ew, "  linkStyle %s stroke:#c82333,stroke-width:3px\n", strings.Join(parts, ","))
+		fmt.Fprintf(ew, "  linkStyle %s %s\n", strings.Join(parts, ","), l.style)
 	}
 	return ew.err
 }
 
+// mermaidEscape makes s safe inside a quoted Mermaid label: quotes, angle
+// brackets and '#' (which starts an entity code) become entity codes, and
+// line breaks spaces.
 func mermaidEscape(s string) string {
-	r := strings.NewReplacer(`"`, "#quot;", "\n", " ", "<", "#lt;", ">", "#gt;")
+	r := strings.NewReplacer(`"`, "#quot;", "\r\n", " ", "\n", " ", "<", "#lt;", ">", "#gt;", "#", "#35;")
 	// Keep the <br/> line break the label uses on purpose.
 	return strings.ReplaceAll(r.Replace(s), "#lt;br/#gt;", "<br/>")
 }

@@ -13,6 +13,10 @@ type Schedule struct {
 	MakespanMinutes   float64  `json:"makespan_minutes"`
 	LowerBoundMinutes float64  `json:"lower_bound_minutes"`
 	CriticalPath      []string `json:"critical_path"`
+	// Waves are the batches of tasks a run with Workers workers starts
+	// together, in order, when every attempt passes; a ScheduleFunc that
+	// does not know them leaves them out.
+	Waves [][]string `json:"waves,omitempty"`
 }
 
 // EstimateSchedule is the default ScheduleFunc. The critical path is the

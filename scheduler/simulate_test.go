@@ -217,3 +217,26 @@ func BenchmarkSchedule(b *testing.B) {
 		})
 	}
 }
+
+func TestWaves(t *testing.T) {
+	t.Parallel()
+	tasks := []planner.Task{
+		tk("T1", files([]string{"a.go"}, nil, nil)),
+		tk("T2", files(nil, []string{"a.go"}, nil)), // shares a.go with T1
+		tk("T3", nil),
+		tk("T4", nil, "T3"),
+		tk("T5", nil, "T9"), // never starts
+		tk("T6", st(completed)),
+	}
+	for _, tc := range []struct {
+		workers int
+		want    [][]string
+	}{
+		{1, [][]string{{"T3"}, {"T1"}, {"T2"}, {"T4"}}},
+		{2, [][]string{{"T3", "T1"}, {"T2", "T4"}}},
+		{4, [][]string{{"T3", "T1"}, {"T2", "T4"}}},
+	} {
+		require.Equal(t, tc.want, scheduler.Waves(tasks, tc.workers, nil), "workers %d", tc.workers)
+	}
+	require.Equal(t, [][]string{}, scheduler.Waves(nil, 2, nil))
+}

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tmc/langchaingo/llms"
 
-	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
@@ -26,13 +25,17 @@ type planOpts struct {
 	Tasks string
 	// Model is the model spec for the breakdown; empty means TASKLOOM_MODEL.
 	Model string
-	// Repo is the repository whose .project-config.json task_size_limits
-	// apply; empty means the current directory.
+	// Repo is the repository whose .project-config.json applies; empty
+	// means the current directory.
 	Repo string
+	// ConfigFile is the config file to use instead of Repo's
+	// .project-config.json.
+	ConfigFile string
 	// JSON and Mermaid select the output; neither means a table.
 	JSON    bool
 	Mermaid bool
-	// Workers is the number of workers the schedule assumes.
+	// Workers is the number of workers the schedule assumes; 0 means the
+	// config's parallel_workers, as run uses it.
 	Workers int
 	// GetenvFunc reads environment variables; nil means os.Getenv.
 	GetenvFunc func(string) string
@@ -50,7 +53,7 @@ func (o *planOpts) Validate() error {
 		return usageError("plan: give either a PRODUCT.md or --tasks RAW.json, not both")
 	case o.JSON && o.Mermaid:
 		return usageError("plan: --json and --mermaid cannot be used together")
-	case o.Workers < 1:
+	case o.Workers < 0:
 		return usageError("plan: --workers must be at least 1, got %d", o.Workers)
 	}
 	if o.GetenvFunc == nil {
@@ -67,14 +70,17 @@ func (o *planOpts) Validate() error {
 }
 
 // Run builds the plan and prints it to w. A plan with dependency cycles is
-// printed too, and then reported as an error.
-func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
-	cfg, err := config.Load(config.LoadOpts{RepoDir: o.Repo})
+// printed too, and then reported as an error. The config is read as run
+// reads it: cmd's flags (--model, --workers), then TASKLOOM_* variables,
+// then the config file, then the defaults.
+func (o *planOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
+	cfg, err := loadConfig(cmd, o.Repo, o.ConfigFile)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
 	limits := plannerLimits(cfg)
-	popts := &planner.Opts{Limits: &limits, Workers: o.Workers, Logger: o.Logger, ScheduleFunc: scheduler.PlanSchedule}
+	popts := &planner.Opts{Limits: &limits, Workers: cfg.ParallelWorkers, MaxAttempts: cfg.MaxAttempts, Logger: o.Logger,
+		ScheduleFunc: scheduler.PlanSchedule}
 	var p *planner.Plan
 	var perr error
 	if o.Tasks != "" {
@@ -94,10 +100,7 @@ func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
 		var model llms.Model
 		if !planner.HasTaskList(string(data)) {
 			// --model, else TASKLOOM_MODEL, else the config's model.
-			spec := o.Model
-			if spec == "" {
-				spec = cfg.Model
-			}
+			spec := cfg.Model
 			lo := llmOpts(cfg, nil)
 			lo.GetenvFunc = o.GetenvFunc
 			m, err := llm.New(ctx, spec, lo)
@@ -139,15 +142,18 @@ func (o *planOpts) Run(ctx context.Context, w io.Writer) error {
 }
 
 func newPlanCmd(a *app) *cobra.Command {
-	opts := planOpts{Workers: 1}
+	opts := planOpts{}
 	cmd := &cobra.Command{
 		Use:   "plan [PRODUCT.md]",
 		Short: "Break a PRODUCT.md (or a raw task list) down into a plan and print it",
 		Long: "Break a PRODUCT.md down into a plan and print it: tasks, complexity, splits,\n" +
 			"dependencies, milestones, warnings and the estimated makespan with N workers.\n" +
 			"A PRODUCT.md with an explicit task list needs no model; otherwise --model (or\n" +
-			"TASKLOOM_MODEL) names it. --tasks RAW.json plans a raw task list instead.\n" +
-			"task_size_limits come from the repo's .project-config.json.",
+			"TASKLOOM_MODEL, or the config's model) names it. --tasks RAW.json plans a raw\n" +
+			"task list instead. The config is read as run reads it (--config, else the\n" +
+			"repo's .project-config.json; TASKLOOM_* variables and flags override it):\n" +
+			"task_size_limits, max_attempts and parallel_workers, the schedule's workers.\n" +
+			"The text form ends with the parallel waves a run would start.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -163,18 +169,22 @@ func newPlanCmd(a *app) *cobra.Command {
 					return a
 				},
 			}))
+			if cmd.Flags().Changed("workers") && opts.Workers < 1 {
+				return usageError("plan: --workers must be at least 1, got %d", opts.Workers)
+			}
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			return opts.Run(cmd.Context(), a.stdout)
+			return opts.Run(cmd.Context(), cmd, a.stdout)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Tasks, "tasks", "", "plan this raw tasks JSON file instead of a PRODUCT.md")
 	f.StringVar(&opts.Model, "model", "", "model spec for the breakdown (anthropic:…, openai:…, openai-compatible:MODEL@URL, scripted:PATH)")
 	f.StringVar(&opts.Repo, "repo", "", "repository whose .project-config.json applies (default: the current directory)")
+	f.StringVar(&opts.ConfigFile, "config", "", "config file to use instead of the repo's .project-config.json")
 	f.BoolVar(&opts.JSON, "json", false, "print the plan as JSON")
 	f.BoolVar(&opts.Mermaid, "mermaid", false, "print the dependency graph as a Mermaid flowchart")
-	f.IntVar(&opts.Workers, "workers", 1, "number of parallel workers for the schedule estimate")
+	f.IntVar(&opts.Workers, "workers", 0, "number of parallel workers for the schedule estimate (default: the config's parallel_workers)")
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,4 +164,31 @@ func TestPlanModelFromEnv(t *testing.T) {
 	code, out, errOut := runPlan(t, "plan", filepath.Join(planData, "PRODUCT.md"), "--repo", t.TempDir())
 	require.Equal(t, 0, code, "stderr: %s", errOut)
 	require.Contains(t, out, "T3-a  Todo REST API [data layer]")
+}
+
+// TestPlanUsesConfigLikeRun: plan reads parallel_workers (and the rest) as
+// run does: --workers over the config file, --config over the repo's.
+func TestPlanUsesConfigLikeRun(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".project-config.json"), []byte(`{"parallel_workers": 3}`), 0o644))
+	other := filepath.Join(t.TempDir(), "other.json")
+	require.NoError(t, os.WriteFile(other, []byte(`{"parallel_workers": 4}`), 0o644))
+	tasks := filepath.Join(planData, "tasks.json")
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 3},
+		{[]string{"--workers", "2"}, 2},
+		{[]string{"--config", other}, 4},
+	} {
+		code, out, errOut := runPlan(t, append([]string{"plan", "--tasks", tasks, "--repo", repo}, tc.args...)...)
+		require.Equal(t, 0, code, "stderr: %s", errOut)
+		require.Contains(t, out, fmt.Sprintf("with %d worker(s) about", tc.want), "args %v", tc.args)
+		require.Contains(t, out, fmt.Sprintf("\nParallel waves with %d worker(s)", tc.want), "args %v", tc.args)
+	}
+	code, out, errOut := runPlan(t, "plan", "--tasks", tasks, "--repo", repo, "--json")
+	require.Equal(t, 0, code, "stderr: %s", errOut)
+	require.Contains(t, out, `"workers": 3,`)
 }
