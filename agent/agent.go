@@ -45,6 +45,11 @@ const (
 // holds; use Resume to continue it.
 var ErrExists = errors.New("conversation already exists")
 
+// DefaultContextWindow is the context window, in tokens, the agent
+// assumes when Opts.ContextWindow is 0: that of the Claude models, and the
+// default of the config's agent.context_window.
+const DefaultContextWindow = 200_000
+
 // Opts configures an Agent. A nil *Opts, and every zero field, means the
 // default given on the field.
 type Opts struct {
@@ -86,7 +91,8 @@ type Opts struct {
 	AllowOpenTodos bool
 	// Skills says where skills are found; nil means the defaults.
 	Skills *SkillsOpts
-	// ContextWindow is the model's window in tokens; default 128000.
+	// ContextWindow is the model's window in tokens; default
+	// DefaultContextWindow.
 	ContextWindow int
 	// CondenseThreshold is the fraction of the window above which older
 	// turns are condensed; default 0.8.
@@ -137,7 +143,7 @@ func (o *Opts) withDefaults() Opts {
 		r.ReadLimit = 1000
 	}
 	if r.ContextWindow <= 0 {
-		r.ContextWindow = 128000
+		r.ContextWindow = DefaultContextWindow
 	}
 	if r.CondenseThreshold <= 0 || r.CondenseThreshold > 1 {
 		r.CondenseThreshold = 0.8

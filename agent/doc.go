@@ -96,7 +96,7 @@
 //
 // Each request's tokens are estimated (four bytes a token, tools included).
 // Above [Opts.CondenseThreshold] of [Opts.ContextWindow] (default 80% of
-// 128k), the older turns are condensed into a summary the model writes, in a
+// [DefaultContextWindow], 200k tokens), the older turns are condensed into a summary the model writes, in a
 // separate call whose first user message is [CondenseRequest]. The task
 // message and the last [Opts.KeepRecentTurns] turns stay verbatim, and the
 // kept part always starts at an assistant message, so a tool_use and its

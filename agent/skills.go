@@ -35,9 +35,12 @@ type Skill struct {
 // SkillsOpts says where skills are looked for. Skills live in folders
 // <root>/skills/<name>/SKILL.md and <root>/skills-<mode>/<name>/SKILL.md.
 // The global root is GlobalDir; the project roots are .claude, .agents and
-// .taskloom in the worktree. Precedence, lowest first: global generic,
-// global mode-specific, project generic (.claude, .agents, .taskloom),
-// project mode-specific. A skill overrides a lower one of the same name.
+// .taskloom in the worktree, and .taskloom in RepoDir (git does not carry
+// an excluded .taskloom/ into worktrees). Dirs adds folders of skills,
+// <dir>/<name>/SKILL.md, to these. Precedence, lowest first: global
+// generic, global mode-specific, project generic (.claude, .agents,
+// .taskloom), project mode-specific, then Dirs in their order. A skill
+// overrides a lower one of the same name.
 type SkillsOpts struct {
 	// GlobalDir is the global root; "" means ~/.taskloom.
 	GlobalDir string
@@ -45,6 +48,14 @@ type SkillsOpts struct {
 	NoGlobal bool
 	// ProjectRoots replaces the project roots (relative to the worktree).
 	ProjectRoots []string
+	// RepoDir is the repository the worktree was made from: its
+	// .taskloom/skills and .taskloom/skills-<mode> are read there, below
+	// the worktree's own .taskloom. "" reads only the worktree.
+	RepoDir string
+	// Dirs are extra folders of skills (agent.skills_dirs), each skill a
+	// folder with a SKILL.md in it. A relative one is relative to RepoDir,
+	// or to the worktree when RepoDir is "".
+	Dirs []string
 	// Disabled turns skills off.
 	Disabled bool
 }
@@ -93,15 +104,33 @@ func DiscoverSkills(ctx context.Context, opts *SkillsOpts, worktree, mode string
 	if roots == nil {
 		roots = defaultProjectRoots
 	}
-	if worktree != "" {
-		for _, r := range roots {
-			dirs = append(dirs, dir{filepath.Join(worktree, r, "skills"), "project", ""})
+	// The repository's own .taskloom comes just below the worktree's.
+	var paths []string
+	for _, r := range roots {
+		if opts.RepoDir != "" && r == ".taskloom" && !sameDir(opts.RepoDir, worktree) {
+			paths = append(paths, filepath.Join(opts.RepoDir, r))
 		}
-		if mode != "" {
-			for _, r := range roots {
-				dirs = append(dirs, dir{filepath.Join(worktree, r, "skills-"+mode), "project", mode})
+		if worktree != "" {
+			paths = append(paths, filepath.Join(worktree, r))
+		}
+	}
+	for _, p := range paths {
+		dirs = append(dirs, dir{filepath.Join(p, "skills"), "project", ""})
+	}
+	if mode != "" {
+		for _, p := range paths {
+			dirs = append(dirs, dir{filepath.Join(p, "skills-"+mode), "project", mode})
+		}
+	}
+	for _, d := range opts.Dirs {
+		if !filepath.IsAbs(d) {
+			base := opts.RepoDir
+			if base == "" {
+				base = worktree
 			}
+			d = filepath.Join(base, d)
 		}
+		dirs = append(dirs, dir{d, "project", ""})
 	}
 	byName := map[string]Skill{}
 	for _, d := range dirs {
@@ -128,7 +157,7 @@ func DiscoverSkills(ctx context.Context, opts *SkillsOpts, worktree, mode string
 			}
 			s.Source, s.Mode = d.source, d.mode
 			s.Location = file
-			if d.source == "project" {
+			if d.source == "project" && worktree != "" && within(worktree, file) {
 				if rel, err := filepath.Rel(worktree, file); err == nil {
 					s.Location = filepath.ToSlash(rel)
 				}
@@ -254,4 +283,14 @@ func skillFor(skills []Skill, path string) (Skill, bool) {
 		}
 	}
 	return Skill{}, false
+}
+
+// sameDir reports whether a and b name the same existing directory.
+func sameDir(a, b string) bool {
+	ia, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	ib, err := os.Stat(b)
+	return err == nil && os.SameFile(ia, ib)
 }

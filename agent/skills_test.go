@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/config"
 )
 
 func skill(t *testing.T, dir, folder, frontMatter string) string {
@@ -94,4 +95,43 @@ func TestSkillsInSystemPromptAndReadable(t *testing.T) {
 	r = resultFor(t, rec, 1)
 	require.True(t, r.IsError, "only skill files may be read outside the worktree")
 	require.Contains(t, r.Content, "absolute paths are not allowed")
+}
+
+// TestDiscoverSkillsRepoAndExtraDirs: the repo's own .taskloom/skills
+// reaches a worktree that lacks it (git leaves the excluded .taskloom/
+// out), and skills_dirs entries are folders of skills added to the default
+// locations, not roots that replace them.
+func TestDiscoverSkillsRepoAndExtraDirs(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	wt := t.TempDir()
+	extra := t.TempDir()
+	repoSkill := skill(t, filepath.Join(repo, ".taskloom", "skills"), "house-style", "name: house-style\ndescription: The repo's style.")
+	skill(t, filepath.Join(repo, ".taskloom", "skills-code"), "code-only", "name: code-only\ndescription: Code mode, from the repo.")
+	skill(t, filepath.Join(wt, ".claude", "skills"), "docs", "name: docs\ndescription: Docs from .claude.")
+	// An extra folder relative to the repo, and an absolute one that
+	// overrides a default skill of the same name.
+	relSkill := skill(t, filepath.Join(repo, "tools", "skills"), "release", "name: release\ndescription: Release steps.")
+	skill(t, extra, "docs", "name: docs\ndescription: Docs from skills_dirs.")
+	// The old, wrong reading of an entry as a root: DIR/skills/<name>.
+	skill(t, filepath.Join(extra, "skills"), "nested", "name: nested\ndescription: Not a skill of extra.")
+
+	got := agent.DiscoverSkills(context.Background(), &agent.SkillsOpts{NoGlobal: true, RepoDir: repo, Dirs: []string{"tools/skills", extra}},
+		wt, agent.ModeCode, nil)
+	byName := map[string]agent.Skill{}
+	var names []string
+	for _, s := range got {
+		byName[s.Name] = s
+		names = append(names, s.Name)
+	}
+	require.Equal(t, []string{"code-only", "docs", "house-style", "release"}, names)
+	require.Equal(t, repoSkill, byName["house-style"].Location, "outside the worktree: an absolute location")
+	require.Equal(t, "project", byName["house-style"].Source)
+	require.Equal(t, relSkill, byName["release"].Location)
+	require.Equal(t, "Docs from skills_dirs.", byName["docs"].Description)
+}
+
+func TestContextWindowHasOneDefault(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, agent.DefaultContextWindow, config.Default().Agent.ContextWindow)
 }

@@ -193,8 +193,10 @@ type Agent struct {
 	// RequireTodosDone refuses attempt_completion while the todo list has
 	// unfinished items.
 	RequireTodosDone bool `json:"require_todos_done" mapstructure:"require_todos_done"`
-	// SkillsDirs lists extra directories of skills (each skill a folder
-	// with a SKILL.md), relative to the repo root or absolute.
+	// SkillsDirs lists extra folders of skills (each skill a folder with a
+	// SKILL.md), relative to the repo root or absolute. They add to the
+	// default locations (~/.taskloom/skills, and .claude/skills,
+	// .agents/skills and .taskloom/skills in the repo), and win over them.
 	SkillsDirs []string `json:"skills_dirs" mapstructure:"skills_dirs"`
 	// CustomModes adds modes to, or overrides, the built-in ones.
 	CustomModes []Mode `json:"custom_modes" mapstructure:"custom_modes"`

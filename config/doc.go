@@ -70,9 +70,11 @@
 //     (0 = no budget), context_window 200000, condense_threshold 0.8,
 //     command_allow [] (empty allows every command not denied),
 //     command_deny (prefixes such as "rm -rf /" and "git push"),
-//     command_timeout "5m", require_todos_done true, skills_dirs [] and
-//     custom_modes [] ({slug, name, role, groups, file_regex}, after
-//     Roo-Code's custom modes).
+//     command_timeout "5m", require_todos_done true, skills_dirs [] (extra
+//     folders of skills, each skill a folder with a SKILL.md, added to the
+//     default locations) and custom_modes [] ({slug, name, role, groups,
+//     file_regex}, after Roo-Code's custom modes). context_window is the
+//     agent's default too (agent.DefaultContextWindow).
 //   - planner.keywords (default empty): named keyword sets that replace the
 //     planner's built-in sets of those names for complexity scoring. Viper
 //     lowercases the set names.

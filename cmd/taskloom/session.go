@@ -321,9 +321,10 @@ func (s *session) agentOpts() *agent.Opts {
 	for _, m := range c.CustomModes {
 		opts.CustomModes = append(opts.CustomModes, agent.Mode{Slug: m.Slug, Name: m.Name, Role: m.Role, Groups: m.Groups, FileRegex: m.FileRegex})
 	}
-	if len(c.SkillsDirs) > 0 {
-		opts.Skills = &agent.SkillsOpts{ProjectRoots: c.SkillsDirs}
-	}
+	// The repo's .taskloom/skills is read from the repo itself: git leaves
+	// the excluded .taskloom/ out of the worktrees. skills_dirs add to the
+	// default locations.
+	opts.Skills = &agent.SkillsOpts{RepoDir: s.repo, Dirs: c.SkillsDirs}
 	return opts
 }
 
