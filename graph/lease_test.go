@@ -11,6 +11,8 @@ import (
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/store/postgres"
+	"github.com/taskloom/taskloom/store/sqlite"
 )
 
 // blocking is START -> wait -> END, where wait tells entered that it runs
@@ -40,11 +42,11 @@ func takeOver(t *testing.T, saver checkpoint.Saver, threadID, holder string) {
 	t.Helper()
 	ctx := context.Background()
 	switch s := saver.(type) {
-	case *checkpoint.SQLite:
+	case *sqlite.Driver:
 		_, err := s.DB().ExecContext(ctx, `UPDATE threads SET lease_holder = ?, lease_token = lease_token + 1,
 			lease_expires = ? WHERE thread_id = ?`, holder, time.Now().Add(time.Hour).UnixMicro(), threadID)
 		require.NoError(t, err)
-	case *checkpoint.Postgres:
+	case *postgres.Driver:
 		_, err := s.Pool().Exec(ctx, `UPDATE threads SET lease_holder = $1, lease_token = lease_token + 1,
 			lease_expires = now() + interval '1 hour' WHERE thread_id = $2`, holder, threadID)
 		require.NoError(t, err)
@@ -116,7 +118,7 @@ func (s *renewSignal) Acquire(ctx context.Context, threadID, holder string, now 
 func TestLeaseRenewalRidesOutRestart(t *testing.T) {
 	srv := checkpointtest.StartPostgres(t)
 	waiting := make(chan struct{}, 1)
-	pg, err := checkpoint.Open(context.Background(), srv.URL(), &checkpoint.OpenOpts{Retry: &checkpoint.RetryOpts{
+	pg, err := postgres.Open(context.Background(), srv.URL(), &postgres.Opts{Retry: &checkpoint.RetryOpts{
 		For:             time.Minute,
 		UnreachableFunc: func(error, time.Duration) { waiting <- struct{}{} },
 	}})
@@ -155,7 +157,7 @@ func TestLeaseRenewalRidesOutRestart(t *testing.T) {
 func TestLeaseLapsesWhileStoreDown(t *testing.T) {
 	srv := checkpointtest.StartPostgres(t)
 	var notices atomic.Int32
-	pg, err := checkpoint.Open(context.Background(), srv.URL(), &checkpoint.OpenOpts{Retry: &checkpoint.RetryOpts{
+	pg, err := postgres.Open(context.Background(), srv.URL(), &postgres.Opts{Retry: &checkpoint.RetryOpts{
 		For:             10 * time.Minute,
 		UnreachableFunc: func(error, time.Duration) { notices.Add(1) },
 	}})

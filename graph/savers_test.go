@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 type namedSaver struct {
@@ -17,9 +17,9 @@ type namedSaver struct {
 func benchSavers(tb testing.TB) []namedSaver {
 	return []namedSaver{
 		{name: "none"},
-		{name: "memory", open: func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewMemory(tb) }},
-		{name: "sqlite", open: func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewSQLite(tb) }},
-		{name: "postgres", open: func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewPostgres(tb) }},
+		{name: "memory", open: func(tb testing.TB) checkpoint.Saver { return storetest.NewMemory(tb) }},
+		{name: "sqlite", open: func(tb testing.TB) checkpoint.Saver { return storetest.NewSQLite(tb) }},
+		{name: "postgres", open: func(tb testing.TB) checkpoint.Saver { return storetest.NewPostgres(tb) }},
 	}
 }
 

@@ -9,12 +9,12 @@ import (
 	"testing/fstest"
 
 	"github.com/taskloom/taskloom/migrations"
-
-	_ "modernc.org/sqlite"
+	"github.com/taskloom/taskloom/store/sqlite"
 )
 
-// Migrating a SQLite database twice applies the migrations once.
-func ExampleNewSQLite() {
+// Migrating a SQLite database twice applies the SQLite driver's
+// migrations once.
+func ExampleMigrator_Migrate() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "migrations-example")
 	if err != nil {
@@ -27,7 +27,7 @@ func ExampleNewSQLite() {
 	}
 	defer func() { _ = db.Close() }()
 
-	m, err := migrations.NewSQLite(db, nil)
+	m, err := sqlite.NewMigrator(db, nil)
 	if err != nil {
 		panic(err)
 	}

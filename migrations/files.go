@@ -1,7 +1,6 @@
 package migrations
 
 import (
-	"embed"
 	"fmt"
 	"io/fs"
 	"path"
@@ -9,22 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-)
-
-//go:embed *.sql
-var postgresFiles embed.FS
-
-//go:embed sqlite/*.sql
-var sqliteFiles embed.FS
-
-// Dialect names a database the migrations are written for.
-type Dialect string
-
-const (
-	// Postgres is PostgreSQL.
-	Postgres Dialect = "postgres"
-	// SQLite is SQLite (modernc.org/sqlite).
-	SQLite Dialect = "sqlite"
 )
 
 // Migration is one numbered schema change and its inverse.
@@ -39,20 +22,14 @@ type Migration struct {
 // ID is the migration's file stem, for example "001_init".
 func (m Migration) ID() string { return fmt.Sprintf("%03d_%s", m.Version, m.Name) }
 
-// All returns the embedded migrations of dialect d, in version order.
-func All(d Dialect) ([]Migration, error) {
-	switch d {
-	case Postgres:
-		return Parse(postgresFiles)
-	case SQLite:
-		sub, err := fs.Sub(sqliteFiles, "sqlite")
-		if err != nil {
-			return nil, err
-		}
-		return Parse(sub)
-	default:
-		return nil, fmt.Errorf("unknown dialect %q", d)
+// ParseDir is Parse on the folder dir of fsys: a driver's embedded
+// migrations/ folder.
+func ParseDir(fsys fs.FS, dir string) ([]Migration, error) {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
 	}
+	return Parse(sub)
 }
 
 var fileRE = regexp.MustCompile(`^([0-9]{3})_([a-z0-9]+(?:_[a-z0-9]+)*)\.(up|down)\.sql$`)

@@ -2,14 +2,10 @@ package migrations
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // VersionTable is the table that records the applied versions, one row each.
@@ -48,8 +44,8 @@ type Opts struct {
 	// Logger receives one line per applied or reverted migration. Nil
 	// discards them.
 	Logger *slog.Logger
-	// Migrations replaces the embedded set of the dialect (for tests). It
-	// must be in version order, numbered from 1 without gaps.
+	// Migrations replaces the driver's set (for tests). It must be in
+	// version order, numbered from 1 without gaps.
 	Migrations []Migration
 }
 
@@ -87,33 +83,39 @@ type Result struct {
 type Migrator struct {
 	migrations []Migration
 	logger     *slog.Logger
-	newSession func(ctx context.Context) (session, error)
+	newSession SessionFunc
 }
 
-// session is one connection that a Migrate call works on.
-type session interface {
-	// lock serializes migrators on the database until release.
-	lock(ctx context.Context) error
-	ensureTable(ctx context.Context) error
-	version(ctx context.Context) (int, error)
-	// apply runs the SQL and records (up) or removes (down) version's row
-	// in one transaction. It reports false, having changed nothing, when
-	// the row already was in that state.
-	apply(ctx context.Context, m Migration, dir Direction) (bool, error)
-	release()
+// Session is one connection that a Migrate call works on. Each driver
+// implements it in its own dialect.
+type Session interface {
+	// Lock serializes migrators on the database until Release: an
+	// advisory lock where the database has one.
+	Lock(ctx context.Context) error
+	// EnsureTable creates VersionTable if it does not exist.
+	EnsureTable(ctx context.Context) error
+	// Version returns the highest version in VersionTable, 0 when empty.
+	Version(ctx context.Context) (int, error)
+	// Apply runs the migration's SQL for dir and records (up) or removes
+	// (down) its version's row, in one transaction. It reports false,
+	// having changed nothing, when the row already was in that state.
+	Apply(ctx context.Context, m Migration, dir Direction) (bool, error)
+	// Release gives the lock and the connection back.
+	Release()
 }
 
-func newMigrator(d Dialect, opts *Opts) (*Migrator, error) {
+// SessionFunc opens a Session.
+type SessionFunc func(ctx context.Context) (Session, error)
+
+// New returns a migrator that applies set, a driver's migrations (or
+// Opts.Migrations when given), through sessions from newSession.
+func New(set []Migration, newSession SessionFunc, opts *Opts) (*Migrator, error) {
 	if opts == nil {
 		opts = &Opts{}
 	}
-	m := &Migrator{migrations: opts.Migrations, logger: opts.Logger}
-	if m.migrations == nil {
-		all, err := All(d)
-		if err != nil {
-			return nil, err
-		}
-		m.migrations = all
+	m := &Migrator{migrations: set, logger: opts.Logger, newSession: newSession}
+	if opts.Migrations != nil {
+		m.migrations = opts.Migrations
 	}
 	for i, mig := range m.migrations {
 		if mig.Version != i+1 {
@@ -122,40 +124,6 @@ func newMigrator(d Dialect, opts *Opts) (*Migrator, error) {
 	}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
-	}
-	return m, nil
-}
-
-// NewPostgres returns a migrator for the PostgreSQL database of pool. It
-// works in the current schema of the pool's connections (their
-// search_path).
-func NewPostgres(pool *pgxpool.Pool, opts *Opts) (*Migrator, error) {
-	m, err := newMigrator(Postgres, opts)
-	if err != nil {
-		return nil, err
-	}
-	m.newSession = func(ctx context.Context) (session, error) {
-		conn, err := pool.Acquire(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &pgSession{conn: conn}, nil
-	}
-	return m, nil
-}
-
-// NewSQLite returns a migrator for the SQLite database db.
-func NewSQLite(db *sql.DB, opts *Opts) (*Migrator, error) {
-	m, err := newMigrator(SQLite, opts)
-	if err != nil {
-		return nil, err
-	}
-	m.newSession = func(ctx context.Context) (session, error) {
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &sqliteSession{conn: conn}, nil
 	}
 	return m, nil
 }
@@ -169,11 +137,11 @@ func (m *Migrator) Version(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("connect: %w", err)
 	}
-	defer s.release()
-	if err := s.ensureTable(ctx); err != nil {
+	defer s.Release()
+	if err := s.EnsureTable(ctx); err != nil {
 		return 0, fmt.Errorf("create %s: %w", VersionTable, err)
 	}
-	return s.version(ctx)
+	return s.Version(ctx)
 }
 
 // Migrate applies (Up) or reverts (Down) migrations. It is idempotent:
@@ -191,14 +159,14 @@ func (m *Migrator) Migrate(ctx context.Context, dir Direction, opts *MigrateOpts
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	defer s.release()
-	if err := s.lock(ctx); err != nil {
+	defer s.Release()
+	if err := s.Lock(ctx); err != nil {
 		return nil, fmt.Errorf("take migration lock: %w", err)
 	}
-	if err := s.ensureTable(ctx); err != nil {
+	if err := s.EnsureTable(ctx); err != nil {
 		return nil, fmt.Errorf("create %s: %w", VersionTable, err)
 	}
-	cur, err := s.version(ctx)
+	cur, err := s.Version(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +205,7 @@ func (m *Migrator) Migrate(ctx context.Context, dir Direction, opts *MigrateOpts
 	}
 	for _, mig := range todo {
 		start := time.Now()
-		ran, err := s.apply(ctx, mig, dir)
+		ran, err := s.Apply(ctx, mig, dir)
 		if err != nil {
 			return res, fmt.Errorf("apply migration %s (%s): %w", mig.ID(), dir, err)
 		}
@@ -259,139 +227,3 @@ func (m *Migrator) Migrate(ctx context.Context, dir Direction, opts *MigrateOpts
 	}
 	return res, nil
 }
-
-type pgSession struct {
-	conn   *pgxpool.Conn
-	locked bool
-	key    int64
-}
-
-func (s *pgSession) lock(ctx context.Context) error {
-	// One lock per schema, so that tests migrating their own schemas do not
-	// wait on each other.
-	err := s.conn.QueryRow(ctx,
-		`SELECT hashtextextended('taskloom.migrate.' || coalesce(current_schema(), ''), 0)`).Scan(&s.key)
-	if err != nil {
-		return err
-	}
-	if _, err := s.conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, s.key); err != nil {
-		return err
-	}
-	s.locked = true
-	return nil
-}
-
-func (s *pgSession) ensureTable(ctx context.Context) error {
-	var exists bool
-	err := s.conn.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, VersionTable).Scan(&exists)
-	if err != nil || exists {
-		return err
-	}
-	_, err = s.conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+VersionTable+` (
-		version    integer     PRIMARY KEY,
-		name       text        NOT NULL,
-		applied_at timestamptz NOT NULL DEFAULT now()
-	)`)
-	return err
-}
-
-func (s *pgSession) version(ctx context.Context) (int, error) {
-	var v int
-	err := s.conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+VersionTable).Scan(&v)
-	return v, err
-}
-
-func (s *pgSession) apply(ctx context.Context, m Migration, dir Direction) (bool, error) {
-	tx, err := s.conn.Begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var tag interface{ RowsAffected() int64 }
-	body := m.Up
-	if dir == Up {
-		tag, err = tx.Exec(ctx, `INSERT INTO `+VersionTable+` (version, name) VALUES ($1, $2) ON CONFLICT (version) DO NOTHING`, m.Version, m.Name)
-	} else {
-		body = m.Down
-		tag, err = tx.Exec(ctx, `DELETE FROM `+VersionTable+` WHERE version = $1`, m.Version)
-	}
-	if err != nil {
-		return false, err
-	}
-	if tag.RowsAffected() == 0 {
-		return false, nil
-	}
-	// No arguments: pgx sends the simple protocol, which runs several
-	// statements.
-	if _, err := tx.Exec(ctx, body, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return false, err
-	}
-	return true, tx.Commit(ctx)
-}
-
-func (s *pgSession) release() {
-	if s.locked {
-		_, err := s.conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, s.key)
-		if err != nil {
-			// The lock is the session's: drop the connection rather than
-			// return it to the pool still locked.
-			_ = s.conn.Conn().Close(context.Background())
-		}
-	}
-	s.conn.Release()
-}
-
-type sqliteSession struct {
-	conn *sql.Conn
-}
-
-// lock does nothing: each migration's transaction takes SQLite's write lock
-// with its first statement, and apply skips a version another process
-// recorded first.
-func (s *sqliteSession) lock(context.Context) error { return nil }
-
-func (s *sqliteSession) ensureTable(ctx context.Context) error {
-	_, err := s.conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+VersionTable+` (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		applied_at INTEGER NOT NULL
-	)`)
-	return err
-}
-
-func (s *sqliteSession) version(ctx context.Context) (int, error) {
-	var v int
-	err := s.conn.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM `+VersionTable).Scan(&v)
-	return v, err
-}
-
-func (s *sqliteSession) apply(ctx context.Context, m Migration, dir Direction) (bool, error) {
-	tx, err := s.conn.BeginTx(ctx, nil)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = tx.Rollback() }()
-	// The first statement writes, so the transaction takes the write lock
-	// before it reads anything and cannot deadlock upgrading a read lock.
-	var r sql.Result
-	body := m.Up
-	if dir == Up {
-		r, err = tx.ExecContext(ctx, `INSERT INTO `+VersionTable+` (version, name, applied_at) VALUES (?, ?, ?) ON CONFLICT (version) DO NOTHING`,
-			m.Version, m.Name, time.Now().UnixMicro())
-	} else {
-		body = m.Down
-		r, err = tx.ExecContext(ctx, `DELETE FROM `+VersionTable+` WHERE version = ?`, m.Version)
-	}
-	if err != nil {
-		return false, err
-	}
-	if n, err := r.RowsAffected(); err != nil || n == 0 {
-		return false, err
-	}
-	if _, err := tx.ExecContext(ctx, body); err != nil {
-		return false, err
-	}
-	return true, tx.Commit()
-}
-
-func (s *sqliteSession) release() { _ = s.conn.Close() }

@@ -17,8 +17,8 @@ import (
 
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/migrations"
-
-	_ "modernc.org/sqlite"
+	"github.com/taskloom/taskloom/store/postgres"
+	"github.com/taskloom/taskloom/store/sqlite"
 )
 
 func TestParse(t *testing.T) {
@@ -77,25 +77,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestEmbeddedDialectsMatch(t *testing.T) {
-	t.Parallel()
-	pg, err := migrations.All(migrations.Postgres)
-	require.NoError(t, err)
-	lite, err := migrations.All(migrations.SQLite)
-	require.NoError(t, err)
-	require.NotEmpty(t, pg)
-	require.Len(t, lite, len(pg), "both dialects have the same versions")
-	for i := range pg {
-		require.Equal(t, pg[i].ID(), lite[i].ID())
-		for _, table := range []string{"threads", "checkpoints", "writes", "runs", "agent_histories"} {
-			if i == 0 {
-				require.Contains(t, pg[i].Up, "CREATE TABLE "+table+" ")
-				require.Contains(t, lite[i].Up, "CREATE TABLE "+table+" ")
-			}
-		}
-	}
-}
-
 // logLines returns a logger writing JSON lines to buf and a function that
 // decodes them.
 func logLines(t *testing.T) (*slog.Logger, func() []map[string]any) {
@@ -146,7 +127,7 @@ func postgresDialect(t *testing.T) dialect {
 			p, err := pgxpool.New(context.Background(), dbURL)
 			require.NoError(t, err)
 			t.Cleanup(p.Close)
-			m, err := migrations.NewPostgres(p, opts)
+			m, err := postgres.NewMigrator(p, opts)
 			require.NoError(t, err)
 			return m
 		},
@@ -174,7 +155,7 @@ func sqliteDialect(t *testing.T) dialect {
 	db := open(t)
 	return dialect{
 		newMigrator: func(t *testing.T, opts *migrations.Opts) *migrations.Migrator {
-			m, err := migrations.NewSQLite(open(t), opts)
+			m, err := sqlite.NewMigrator(open(t), opts)
 			require.NoError(t, err)
 			return m
 		},
@@ -338,6 +319,6 @@ func TestMigratePartway(t *testing.T) {
 
 func TestNewMigratorRefusesGaps(t *testing.T) {
 	t.Parallel()
-	_, err := migrations.NewSQLite(nil, &migrations.Opts{Migrations: []migrations.Migration{{Version: 2, Name: "two"}}})
+	_, err := migrations.New(nil, nil, &migrations.Opts{Migrations: []migrations.Migration{{Version: 2, Name: "two"}}})
 	require.ErrorContains(t, err, "without gaps")
 }

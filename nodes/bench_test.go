@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/agent"
-	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/store/storetest"
 	"github.com/taskloom/taskloom/verify"
 	"github.com/taskloom/taskloom/worktree"
 )
@@ -46,13 +45,7 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 }
 
 func benchPipeline(b *testing.B, store string, workers int) {
-	var saver checkpoint.Saver
-	switch store {
-	case "sqlite":
-		saver = checkpointtest.NewSQLite(b)
-	case "postgres":
-		saver = checkpointtest.NewPostgres(b)
-	}
+	saver := storetest.New(b, store)
 	registry, err := nodes.NewStore(saver)
 	if err != nil {
 		b.Fatal(err)

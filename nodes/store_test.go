@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/agent"
-	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/store"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // stepClock is a clock that moves one second forward on every reading.
@@ -44,10 +44,10 @@ var clockStart = time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.UTC)
 
 // setupStore returns a store over a new saver, with a stepClock starting
 // at clockStart.
-func setupStore(t *testing.T, newSaver checkpointtest.NewSaverFunc) (*nodes.Store, *stepClock) {
+func setupStore(t *testing.T, newDriver storetest.NewDriverFunc) (*nodes.Store, *stepClock) {
 	t.Helper()
 	clock := &stepClock{t: clockStart}
-	s, err := nodes.NewStoreWithOpts(newSaver(t), &nodes.StoreOpts{NowFunc: clock.now})
+	s, err := nodes.NewStoreWithOpts(newDriver(t), &nodes.StoreOpts{NowFunc: clock.now})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s, clock
@@ -57,10 +57,10 @@ func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 func TestStoreRuns(t *testing.T) {
 	t.Parallel()
-	checkpointtest.ForEachSaver(t, func(t *testing.T, newSaver checkpointtest.NewSaverFunc) {
+	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
 		t.Parallel()
 		ctx := context.Background()
-		s, clock := setupStore(t, newSaver)
+		s, clock := setupStore(t, newDriver)
 
 		_, err := s.LatestRun(ctx, "")
 		require.ErrorIs(t, err, nodes.ErrRunNotFound)
@@ -172,10 +172,10 @@ func record(id, parent, root string, turns int) *agent.Record {
 
 func TestStoreHistories(t *testing.T) {
 	t.Parallel()
-	checkpointtest.ForEachSaver(t, func(t *testing.T, newSaver checkpointtest.NewSaverFunc) {
+	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setupStore(t, newSaver)
+		s, _ := setupStore(t, newDriver)
 		h := s.Histories("run-1")
 
 		_, err := h.Load(ctx, "run-1/T1/1")
@@ -253,10 +253,10 @@ func TestStoreHistories(t *testing.T) {
 
 func TestStoreHistoriesExport(t *testing.T) {
 	t.Parallel()
-	checkpointtest.ForEachSaver(t, func(t *testing.T, newSaver checkpointtest.NewSaverFunc) {
+	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setupStore(t, newSaver)
+		s, _ := setupStore(t, newDriver)
 		h := s.Histories("run-1")
 
 		root := record("run-1/T1/1", "", "run-1/T1/1", 2)
@@ -296,10 +296,10 @@ func requireFileJSON(t *testing.T, path string, want any) {
 
 func TestStoreHistoriesConcurrentSaves(t *testing.T) {
 	t.Parallel()
-	checkpointtest.ForEachSaver(t, func(t *testing.T, newSaver checkpointtest.NewSaverFunc) {
+	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
 		t.Parallel()
 		ctx := context.Background()
-		s, _ := setupStore(t, newSaver)
+		s, _ := setupStore(t, newDriver)
 		h := s.Histories("run-1")
 		const writers, versions = 4, 15
 		shared := "run-1/T0/1"
@@ -373,21 +373,17 @@ func TestStoreHistoriesConcurrentSaves(t *testing.T) {
 	})
 }
 
-type otherSaver struct{ checkpoint.Saver }
-
-func TestNewStoreSavers(t *testing.T) {
+func TestNewStore(t *testing.T) {
 	t.Parallel()
 	_, err := nodes.NewStore(nil)
-	require.ErrorContains(t, err, "nil saver")
-	_, err = nodes.NewStore(otherSaver{})
-	require.ErrorContains(t, err, "unsupported saver nodes_test.otherSaver")
+	require.ErrorContains(t, err, "nil records")
 
 	// A store sees the runs another store wrote in the same database.
-	saver := checkpointtest.NewSQLite(t)
-	a, err := nodes.NewStore(saver)
+	d := storetest.NewSQLite(t)
+	a, err := nodes.NewStore(d)
 	require.NoError(t, err)
 	require.NoError(t, a.CreateRun(context.Background(), nodes.Run{ID: "r1", Repo: "/a"}))
-	b, err := nodes.NewStore(saver)
+	b, err := nodes.NewStore(d)
 	require.NoError(t, err)
 	got, err := b.LatestRun(context.Background(), "/a")
 	require.NoError(t, err)
@@ -443,36 +439,36 @@ func TestParseConversationID(t *testing.T) {
 
 func ExampleStore() {
 	ctx := context.Background()
-	store, err := nodes.NewStore(checkpoint.NewMemory())
+	runs, err := nodes.NewStore(store.NewMemory())
 	if err != nil {
 		panic(err)
 	}
-	defer store.Close()
-	if err := store.CreateRun(ctx, nodes.Run{ID: "run-1", ProductPath: "PRODUCT.md", Repo: "/src/app"}); err != nil {
+	defer runs.Close()
+	if err := runs.CreateRun(ctx, nodes.Run{ID: "run-1", ProductPath: "PRODUCT.md", Repo: "/src/app"}); err != nil {
 		panic(err)
 	}
-	if err := store.SetRunStatus(ctx, "run-1", nodes.RunCompleted); err != nil {
+	if err := runs.SetRunStatus(ctx, "run-1", nodes.RunCompleted); err != nil {
 		panic(err)
 	}
-	run, err := store.LatestRun(ctx, "/src/app")
+	run, err := runs.LatestRun(ctx, "/src/app")
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(run.ID, run.Status)
 
-	h := store.Histories("run-1")
+	h := runs.Histories("run-1")
 	id := agent.ConversationID("run-1", "T1", 1, 0)
 	rec := &agent.Record{Meta: agent.Metadata{ID: id, RootID: id, Status: agent.StatusCompleted}}
 	if err := h.Save(ctx, rec); err != nil {
 		panic(err)
 	}
-	ids, err := store.Conversations(ctx, "run-1", "T1")
+	ids, err := runs.Conversations(ctx, "run-1", "T1")
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(ids)
 
-	_, err = store.Run(ctx, "run-2")
+	_, err = runs.Run(ctx, "run-2")
 	fmt.Println(errors.Is(err, nodes.ErrRunNotFound), err)
 	// Output:
 	// run-1 completed

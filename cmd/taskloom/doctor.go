@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskloom/taskloom/config"
-	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/worktree"
@@ -155,7 +154,7 @@ func (o *doctorOpts) checkStore(ctx context.Context, cfg config.Config, root str
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	s, err := checkpoint.Open(cctx, url, &checkpoint.OpenOpts{SkipMigrate: true})
+	s, err := openStore(cctx, url, &storeOpts{SkipMigrate: true})
 	if err != nil {
 		add("store", "fail", "cannot open %s: %v; check --db / TASKLOOM_DB / database.url and that the database is up", config.RedactURL(url), err)
 		return

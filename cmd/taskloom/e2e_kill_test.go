@@ -21,7 +21,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // These tests kill the taskloom binary with a real SIGKILL at named points
@@ -89,7 +89,7 @@ func TestKillResume(t *testing.T) {
 					t.Parallel()
 					db := ""
 					if store == "postgres" {
-						db = checkpointtest.NewPostgresSchema(t)
+						db = storetest.NewPostgresSchema(t)
 					}
 					dir, runID := killCrashDemo(t, bin, db, c.Crashes[0])
 					killDamage(t, dir, c.Damage)
@@ -106,7 +106,7 @@ func TestKillResume(t *testing.T) {
 				t.Parallel()
 				db := ""
 				if store == "postgres" {
-					db = checkpointtest.NewPostgresSchema(t)
+					db = storetest.NewPostgresSchema(t)
 				}
 				killConcurrentResumes(t, bin, db, ref)
 			})

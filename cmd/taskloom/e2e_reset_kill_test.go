@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // TestKillResetResume kills a run after its first batch (T1 integrated, T2
@@ -29,7 +29,7 @@ func TestKillResetResume(t *testing.T) {
 			t.Parallel()
 			db := ""
 			if store == "postgres" {
-				db = checkpointtest.NewPostgresSchema(t)
+				db = storetest.NewPostgresSchema(t)
 			}
 			dir, runID := killCrashDemo(t, bin, db, "select:start#2")
 			require.Equal(t, map[string]int{"T1": 1}, killTrailers(t, dir, runID), "the first batch integrated T1")

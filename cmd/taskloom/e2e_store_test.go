@@ -16,8 +16,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/store/postgres"
+	"github.com/taskloom/taskloom/store/sqlite"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // These tests break the store under a running taskloom run, in process:
@@ -217,7 +219,7 @@ func TestE2ELeaseLost(t *testing.T) {
 			dir := commandRepo(t, nil)
 			db := filepath.Join(t.TempDir(), "taskloom.db")
 			if kind == "postgres" {
-				db = checkpointtest.NewPostgresSchema(t)
+				db = storetest.NewPostgresSchema(t)
 			}
 			const other = "pid 1, host elsewhere"
 			atPoint(t, "integrate:after", 1, func() {
@@ -238,14 +240,14 @@ func TestE2ELeaseLost(t *testing.T) {
 func steal(t *testing.T, db, holder string) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := checkpoint.Open(ctx, db, &checkpoint.OpenOpts{SkipMigrate: true})
+	s, err := openStore(ctx, db, &storeOpts{SkipMigrate: true})
 	require.NoError(t, err)
 	defer s.Close()
 	switch sv := s.(type) {
-	case *checkpoint.SQLite:
+	case *sqlite.Driver:
 		_, err = sv.DB().ExecContext(ctx, `UPDATE threads SET lease_holder = ?, lease_token = lease_token + 1,
 			lease_expires = lease_expires + 3600000000`, holder)
-	case *checkpoint.Postgres:
+	case *postgres.Driver:
 		_, err = sv.Pool().Exec(ctx, `UPDATE threads SET lease_holder = $1, lease_token = lease_token + 1,
 			lease_expires = now() + interval '1 hour'`, holder)
 	}
@@ -261,7 +263,7 @@ func TestE2ECorruptCheckpoint(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "shared.db")
 			if kind == "postgres" {
-				db = checkpointtest.NewPostgresSchema(t)
+				db = storetest.NewPostgresSchema(t)
 			}
 			var ids, dirs []string
 			for range 2 {
@@ -306,17 +308,17 @@ func TestE2ECorruptCheckpoint(t *testing.T) {
 func corrupt(t *testing.T, db, runID string) int64 {
 	t.Helper()
 	ctx := context.Background()
-	s, err := checkpoint.Open(ctx, db, &checkpoint.OpenOpts{SkipMigrate: true})
+	s, err := openStore(ctx, db, &storeOpts{SkipMigrate: true})
 	require.NoError(t, err)
 	defer s.Close()
 	garbage := []byte{0x00, 0xff, 0x13, 0x37}
 	var head int64
 	switch sv := s.(type) {
-	case *checkpoint.SQLite:
+	case *sqlite.Driver:
 		require.NoError(t, sv.DB().QueryRowContext(ctx, `SELECT head FROM threads WHERE thread_id = ?`, runID).Scan(&head))
 		_, err = sv.DB().ExecContext(ctx, `UPDATE checkpoints SET deltas = ?1,
 			snapshot = CASE WHEN snapshot IS NULL THEN NULL ELSE ?1 END WHERE thread_id = ?2 AND step = ?3`, garbage, runID, head)
-	case *checkpoint.Postgres:
+	case *postgres.Driver:
 		require.NoError(t, sv.Pool().QueryRow(ctx, `SELECT head FROM threads WHERE thread_id = $1`, runID).Scan(&head))
 		_, err = sv.Pool().Exec(ctx, `UPDATE checkpoints SET deltas = $1::bytea,
 			snapshot = CASE WHEN snapshot IS NULL THEN NULL ELSE $1 END WHERE thread_id = $2 AND step = $3`, garbage, runID, head)
@@ -338,7 +340,7 @@ func TestE2ESQLiteFileGone(t *testing.T) {
 					require.NoError(t, os.Remove(db+suffix))
 				}
 				if replace {
-					s, err := checkpoint.NewSQLite(context.Background(), db, nil)
+					s, err := sqlite.Open(context.Background(), db, nil)
 					require.NoError(t, err)
 					require.NoError(t, s.Close())
 				}

@@ -22,9 +22,9 @@ import (
 
 	"github.com/taskloom/taskloom/examples"
 	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // exampleRepo copies the textkit example into a new git repo and returns
@@ -83,7 +83,7 @@ func taskloom(t *testing.T, args ...string) (int, string, string) {
 // storeArgs returns the --db flag of a store kind.
 func storeArgs(t *testing.T, kind string) []string {
 	if kind == "postgres" {
-		return []string{"--db", checkpointtest.NewPostgresSchema(t)}
+		return []string{"--db", storetest.NewPostgresSchema(t)}
 	}
 	return nil
 }

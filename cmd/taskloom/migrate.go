@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/migrations"
 )
 
 // migrateOpts are the options of `taskloom migrate`.
@@ -38,11 +37,6 @@ func (o *migrateOpts) Validate() error {
 	return nil
 }
 
-// schemaMigrator is what migrate needs of a store.
-type schemaMigrator interface {
-	Migrate(ctx context.Context) (*migrations.Result, error)
-}
-
 // Run applies the migrations and reports each one it ran to w.
 func (o *migrateOpts) Run(ctx context.Context, w io.Writer) error {
 	dbURL := o.DB
@@ -53,16 +47,12 @@ func (o *migrateOpts) Run(ctx context.Context, w io.Writer) error {
 		}
 		dbURL = p
 	}
-	s, err := checkpoint.Open(ctx, dbURL, &checkpoint.OpenOpts{SkipMigrate: true})
+	s, err := openStore(ctx, dbURL, &storeOpts{SkipMigrate: true})
 	if err != nil {
 		return fmt.Errorf("cannot open the database: %w; check --db and that the database is reachable", err)
 	}
 	defer func() { _ = s.Close() }()
-	m, ok := s.(schemaMigrator)
-	if !ok {
-		return fmt.Errorf("the store at %s cannot be migrated", checkpoint.MaskURL(dbURL))
-	}
-	res, err := m.Migrate(ctx)
+	res, err := s.Migrate(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate %s: %w", checkpoint.MaskURL(dbURL), err)
 	}

@@ -137,7 +137,7 @@ func reviewState(t *testing.T, repo, dbURL, runID string) graph.Result[nodes.Sta
 	if dbURL == "" {
 		dbURL = defaultDBURL(repo)
 	}
-	saver, err := checkpoint.Open(t.Context(), dbURL, nil)
+	saver, err := openStore(t.Context(), dbURL, nil)
 	require.NoError(t, err)
 	defer saver.Close()
 	g, err := (&nodes.Runner{Pipeline: &nodes.Pipeline{}, Saver: saver}).Runnable()
@@ -155,7 +155,7 @@ func recordedDecisions(t *testing.T, repo, dbURL, runID string) (map[string]node
 	if dbURL == "" {
 		dbURL = defaultDBURL(repo)
 	}
-	saver, err := checkpoint.Open(t.Context(), dbURL, nil)
+	saver, err := openStore(t.Context(), dbURL, nil)
 	require.NoError(t, err)
 	defer saver.Close()
 	loaded, err := saver.Load(t.Context(), runID, -1)
@@ -484,7 +484,7 @@ func TestReviewBusyRun(t *testing.T) {
 	repo, product := reviewSetup(t, 1, "")
 	runID := reviewRun(t, repo, product)
 
-	saver, err := checkpoint.Open(t.Context(), defaultDBURL(repo), nil)
+	saver, err := openStore(t.Context(), defaultDBURL(repo), nil)
 	require.NoError(t, err)
 	defer saver.Close()
 	lease, err := saver.Acquire(t.Context(), runID, "pid 4242, host elsewhere", time.Now(), time.Minute)

@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/spf13/cobra"
 	"github.com/tmc/langchaingo/llms"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/store"
 	"github.com/taskloom/taskloom/verify"
 	"github.com/taskloom/taskloom/worktree"
 )
@@ -126,17 +126,17 @@ func newSession(ctx context.Context, cmd *cobra.Command, repoDir, configFile str
 	}
 	// A read-only command never creates tables in a database that has
 	// none: it says that there are no runs there.
-	pgReadOnly := readOnly && strings.HasPrefix(s.dbURL, "postgres")
-	if s.saver, err = checkpoint.Open(ctx, s.dbURL, &checkpoint.OpenOpts{Retry: storeRetry(cfg, cmd.ErrOrStderr()), SkipMigrate: pgReadOnly}); err != nil {
+	d, err := openStore(ctx, s.dbURL, &storeOpts{Retry: storeRetry(cfg, cmd.ErrOrStderr()), ReadOnly: readOnly})
+	if err != nil {
 		return nil, err
 	}
-	if s.store, err = nodes.NewStore(s.saver); err != nil {
-		_ = s.saver.Close()
+	s.saver = d
+	if s.store, err = nodes.NewStore(d); err != nil {
+		_ = d.Close()
 		return nil, err
 	}
-	if pgReadOnly {
-		var pgErr *pgconn.PgError
-		if _, err := s.store.Runs(ctx); errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+	if readOnly {
+		if _, err := s.store.Runs(ctx); errors.Is(err, store.ErrNoSchema) {
 			_ = s.Close()
 			return nil, fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md --db URL", errNoStore, config.RedactURL(s.dbURL))
 		}

@@ -14,9 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/agent"
-	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // statusProduct has two tasks: T1 delegates its file to a subtask, and
@@ -151,7 +150,7 @@ func TestStatusRunsHistory(t *testing.T) {
 	t.Parallel()
 	for name, dbURL := range map[string]func(t *testing.T) string{
 		"sqlite":   func(*testing.T) string { return "" },
-		"postgres": func(t *testing.T) string { return checkpointtest.NewPostgresSchema(t) },
+		"postgres": func(t *testing.T) string { return storetest.NewPostgresSchema(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -347,7 +346,7 @@ func readText(t *testing.T, path string) string {
 
 func TestStatusUnknownRunMasksPassword(t *testing.T) {
 	t.Parallel()
-	dbURL := checkpointtest.NewPostgresSchema(t)
+	dbURL := storetest.NewPostgresSchema(t)
 	u, err := url.Parse(dbURL)
 	require.NoError(t, err)
 	u.User = url.UserPassword(u.User.Username(), "s3cr3t-pw") // trust auth ignores it
@@ -401,7 +400,7 @@ func TestHistoryExportRalphIterations(t *testing.T) {
 	git(t, repo, "init", "-q", "-b", "main")
 	dbPath := filepath.Join(repo, ".taskloom", "taskloom.db")
 	require.NoError(t, os.MkdirAll(filepath.Dir(dbPath), 0o755))
-	saver, err := checkpoint.Open(ctx, dbPath, nil)
+	saver, err := openStore(ctx, dbPath, nil)
 	require.NoError(t, err)
 	store, err := nodes.NewStore(saver)
 	require.NoError(t, err)

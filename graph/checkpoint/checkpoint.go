@@ -73,9 +73,10 @@ type Lease struct {
 	// Expires is when the lease lapses unless renewed: on the store's
 	// clock when Acquire was given the zero time.
 	Expires time.Time
-	// storeClock records that the lease was taken on the store's clock, so
-	// that Put renews it on that clock too.
-	storeClock bool
+	// StoreClock records that the lease was taken on the store's clock
+	// (Acquire was given the zero time), so that Put renews it on that
+	// clock too. Savers set it; callers leave it as Acquire returned it.
+	StoreClock bool
 }
 
 // Loaded is what a saver returns for a thread: the checkpoints needed to
@@ -189,3 +190,64 @@ func (e *DecodeError) Is(target error) bool { return target == ErrCorrupt }
 
 // Unwrap returns the decoding error.
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// ErrStoreReplaced means a store's database file was deleted or replaced
+// by another file while a saver had it open.
+var ErrStoreReplaced = errors.New("checkpoint: store file replaced")
+
+// ReplacedError names a database file that was deleted or replaced while
+// open. errors.Is(err, ErrStoreReplaced) holds.
+type ReplacedError struct {
+	Path string
+	// Deleted is set when no file is left at Path.
+	Deleted bool
+}
+
+func (e *ReplacedError) Error() string {
+	if e.Deleted {
+		return fmt.Sprintf("store %s was deleted while the run used it", e.Path)
+	}
+	return fmt.Sprintf("store %s was replaced by another file while the run used it", e.Path)
+}
+
+// Is reports ErrStoreReplaced.
+func (e *ReplacedError) Is(target error) bool { return target == ErrStoreReplaced }
+
+// DedupWrites keeps the last of writes with the same step, task and kind,
+// where it stands: applying the result in order leaves the same rows, in
+// the same order, as applying every write one after the other. Savers
+// apply it in PutWrites.
+func DedupWrites(writes []Write) []Write {
+	type key struct {
+		step       int64
+		task, kind string
+	}
+	last := make(map[key]int, len(writes))
+	for i, w := range writes {
+		last[key{w.Step, w.TaskID, string(w.Kind)}] = i
+	}
+	if len(last) == len(writes) {
+		return writes
+	}
+	out := make([]Write, 0, len(last))
+	for i, w := range writes {
+		if last[key{w.Step, w.TaskID, string(w.Kind)}] == i {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// WrapStoreError leaves the contract's errors (the sentinels, *BusyError and
+// a cancelled context) as they are and names the store in any other: the
+// error a saver returns from a failed operation.
+func WrapStoreError(store string, err error) error {
+	var busy *BusyError
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrLeaseLost), errors.Is(err, ErrConflict), errors.As(err, &busy):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	return fmt.Errorf("%s: %w", store, err)
+}

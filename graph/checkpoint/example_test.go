@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
@@ -15,16 +13,7 @@ import (
 // them back; a second process finds the thread busy.
 func Example() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "checkpoint-example")
-	if err != nil {
-		panic(err)
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-
-	s, err := checkpoint.Open(ctx, filepath.Join(dir, "taskloom.db"), nil)
-	if err != nil {
-		panic(err)
-	}
+	s := checkpoint.NewMemory()
 	defer func() { _ = s.Close() }()
 
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)

@@ -61,7 +61,7 @@ func (m *Memory) Acquire(_ context.Context, threadID, holder string, now time.Ti
 	}
 	t.released = false
 	t.ttl = ttl
-	t.lease = Lease{ThreadID: threadID, Holder: holder, Token: t.tokens, Expires: now.Add(ttl), storeClock: storeClock}
+	t.lease = Lease{ThreadID: threadID, Holder: holder, Token: t.tokens, Expires: now.Add(ttl), StoreClock: storeClock}
 	return t.lease, nil
 }
 
@@ -98,7 +98,7 @@ func (m *Memory) Put(_ context.Context, lease Lease, cp Checkpoint) error {
 	t.cps = append(t.cps, cloneCheckpoint(cp))
 	t.updatedAt = cp.CreatedAt
 	renewAt := cp.CreatedAt
-	if lease.storeClock {
+	if lease.StoreClock {
 		renewAt = time.Now()
 	}
 	t.lease.Expires = renewAt.Add(t.ttl)

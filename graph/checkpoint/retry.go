@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // DefaultRetryFor is how long a saver retries a store that does not answer
@@ -81,9 +75,11 @@ type RetryOpts struct {
 	Clock Clock
 }
 
-// retrier retries operations that fail with transient errors, with
-// jittered exponential backoff, for up to retryFor.
-type retrier struct {
+// Retrier retries a saver's operations that fail with transient errors,
+// with jittered exponential backoff, for up to RetryOpts.For. Savers of
+// stores that can go away (a database server) run every operation through
+// one; what counts as transient is theirs to say.
+type Retrier struct {
 	store     string // masked URL, for errors and logs
 	retryFor  time.Duration
 	notify    func(error, time.Duration)
@@ -102,11 +98,13 @@ type retrier struct {
 	down bool
 }
 
-func newRetrier(store string, opts *RetryOpts, transient func(error) bool) *retrier {
+// NewRetrier returns a Retrier for the store named store (with its password
+// masked); transient reports whether an error may go away on a new try.
+func NewRetrier(store string, opts *RetryOpts, transient func(error) bool) *Retrier {
 	if opts == nil {
 		opts = &RetryOpts{}
 	}
-	r := &retrier{store: store, retryFor: opts.For, notify: opts.UnreachableFunc, log: opts.Logger, clock: opts.Clock, transient: transient}
+	r := &Retrier{store: store, retryFor: opts.For, notify: opts.UnreachableFunc, log: opts.Logger, clock: opts.Clock, transient: transient}
 	if r.retryFor == 0 {
 		r.retryFor = DefaultRetryFor
 	}
@@ -119,11 +117,11 @@ func newRetrier(store string, opts *RetryOpts, transient func(error) bool) *retr
 	return r
 }
 
-// do runs fn until it succeeds, fails with an error that is not transient,
+// Do runs fn until it succeeds, fails with an error that is not transient,
 // ctx ends, or transient failures have lasted retryFor; then it returns an
 // *UnreachableError with the last error. fn must be safe to run again after
 // a failure that may have committed: idempotent, or one transaction.
-func (r *retrier) do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+func (r *Retrier) Do(ctx context.Context, op string, fn func(ctx context.Context) error) error {
 	var (
 		start time.Time
 		wait  = retryFirstWait
@@ -160,13 +158,13 @@ func (r *retrier) do(ctx context.Context, op string, fn func(ctx context.Context
 	}
 }
 
-func (r *retrier) isDown() bool {
+func (r *Retrier) isDown() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.down
 }
 
-func (r *retrier) gaveUp() {
+func (r *Retrier) gaveUp() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.down = true
@@ -174,7 +172,7 @@ func (r *retrier) gaveUp() {
 
 // failing records a transient failure and announces the outage if it is
 // the first one.
-func (r *retrier) failing(ctx context.Context, op string, err error) {
+func (r *Retrier) failing(ctx context.Context, op string, err error) {
 	r.mu.Lock()
 	first := !r.outage
 	r.outage = true
@@ -190,7 +188,7 @@ func (r *retrier) failing(ctx context.Context, op string, err error) {
 }
 
 // answered records that the store answered.
-func (r *retrier) answered(ctx context.Context) {
+func (r *Retrier) answered(ctx context.Context) {
 	r.mu.Lock()
 	was := r.outage
 	r.outage, r.down = false, false
@@ -198,45 +196,4 @@ func (r *retrier) answered(ctx context.Context) {
 	if was {
 		r.log.InfoContext(ctx, "store reachable again", slog.String("store", r.store))
 	}
-}
-
-// transientPG reports whether a pgx error says that the server or the
-// connection went away, rather than that the statement is wrong: a retry
-// on a new connection may succeed.
-func transientPG(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "57P01", // admin_shutdown
-			"57P02", // crash_shutdown
-			"57P03", // cannot_connect_now: starting up or shutting down
-			"53300": // too_many_connections
-			return true
-		}
-		// Class 08: connection exception.
-		return strings.HasPrefix(pgErr.Code, "08")
-	}
-	var connectErr *pgconn.ConnectError
-	var opErr *net.OpError
-	if errors.As(err, &connectErr) || errors.As(err, &opErr) {
-		return true
-	}
-	for _, target := range []error{io.EOF, io.ErrUnexpectedEOF, net.ErrClosed, syscall.ECONNREFUSED, syscall.ECONNRESET,
-		syscall.ECONNABORTED, syscall.EPIPE} {
-		if errors.Is(err, target) {
-			return true
-		}
-	}
-	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"the database system is starting up", "the database system is shutting down",
-		"the database system is in recovery mode", "terminating connection due to administrator command",
-		"conn closed", "connection refused", "connection reset", "broken pipe", "unexpected eof"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
 }

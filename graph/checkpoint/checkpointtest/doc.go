@@ -1,15 +1,15 @@
 // Package checkpointtest is the conformance suite every checkpoint.Saver
-// passes, and the helpers that tests in other packages use to get savers:
-// in memory, SQLite in a temporary folder, and PostgreSQL in a fresh,
-// migrated schema of its own (dropped when the test ends).
+// passes, and the helpers its tests share: an in-memory saver, the test
+// PostgreSQL database (an empty schema of a test's own, dropped when the
+// test ends) and StartPostgres, a throwaway server a test may stop and
+// restart.
 //
-// Run the suite against a saver with Run, or against all three with
+// A driver runs the suite against its saver with Run:
 //
-//	checkpointtest.ForEachSaver(t, func(t *testing.T, newSaver checkpointtest.NewSaverFunc) {
-//		checkpointtest.Run(t, newSaver)
-//	})
+//	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return newSaver(t) })
 //
-// which names the subtests memory, sqlite and postgres.
+// Package storetest runs it against every driver (memory, SQLite,
+// PostgreSQL) and gives tests in other packages their savers.
 //
 // PostgreSQL tests read TASKLOOM_TEST_DATABASE_URL (default
 // postgres://postgres@127.0.0.1:5432/test?sslmode=disable). When no server

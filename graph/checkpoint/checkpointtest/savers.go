@@ -6,17 +6,14 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/migrations"
 )
 
 // DefaultPostgresURL is the test database used when
@@ -26,55 +23,10 @@ const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disa
 // NewSaverFunc returns a new, empty saver that lives until the test ends.
 type NewSaverFunc func(t *testing.T) checkpoint.Saver
 
-// SaverNames are the savers' names, in the order ForEachSaver runs them.
-var SaverNames = []string{"memory", "sqlite", "postgres"}
-
-// Savers returns a constructor of each saver, keyed by the names in
-// SaverNames.
-func Savers(tb testing.TB) map[string]NewSaverFunc {
-	tb.Helper()
-	return map[string]NewSaverFunc{
-		"memory":   func(t *testing.T) checkpoint.Saver { return NewMemory(t) },
-		"sqlite":   func(t *testing.T) checkpoint.Saver { return NewSQLite(t) },
-		"postgres": func(t *testing.T) checkpoint.Saver { return NewPostgres(t) },
-	}
-}
-
-// ForEachSaver runs fn in one subtest per saver, named memory, sqlite and
-// postgres.
-func ForEachSaver(t *testing.T, fn func(t *testing.T, newSaver NewSaverFunc)) {
-	t.Helper()
-	savers := Savers(t)
-	for _, name := range SaverNames {
-		t.Run(name, func(t *testing.T) { fn(t, savers[name]) })
-	}
-}
-
 // NewMemory returns an in-memory saver.
 func NewMemory(tb testing.TB) *checkpoint.Memory {
 	tb.Helper()
 	s := checkpoint.NewMemory()
-	tb.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
-// NewSQLite returns a SQLite saver on a new database file in a temporary
-// folder, closed when the test ends.
-func NewSQLite(tb testing.TB) *checkpoint.SQLite {
-	tb.Helper()
-	s, err := checkpoint.NewSQLite(context.Background(), filepath.Join(tb.TempDir(), "taskloom.db"), nil)
-	require.NoError(tb, err)
-	tb.Cleanup(func() { _ = s.Close() })
-	return s
-}
-
-// NewPostgres returns a PostgreSQL saver in a new, migrated schema of its
-// own (see NewPostgresSchema), closed when the test ends.
-func NewPostgres(tb testing.TB) *checkpoint.Postgres {
-	tb.Helper()
-	dbURL := NewPostgresSchema(tb)
-	s, err := checkpoint.OpenPostgres(context.Background(), dbURL, &checkpoint.PostgresOpts{SkipMigrate: true})
-	require.NoError(tb, err)
 	tb.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -114,25 +66,10 @@ func PostgresURL(tb testing.TB) string {
 	return reach.url
 }
 
-// NewPostgresSchema creates a schema t_<random> in the test database,
-// applies the migrations in it, drops it when the test ends, and returns a
-// URL whose connections work in that schema (its search_path).
-func NewPostgresSchema(tb testing.TB) string {
-	tb.Helper()
-	dbURL := NewEmptyPostgresSchema(tb)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, dbURL)
-	require.NoError(tb, err)
-	defer pool.Close()
-	m, err := migrations.NewPostgres(pool, nil)
-	require.NoError(tb, err)
-	_, err = m.Migrate(ctx, migrations.Up, nil)
-	require.NoError(tb, err)
-	return dbURL
-}
-
-// NewEmptyPostgresSchema is NewPostgresSchema without the migrations.
+// NewEmptyPostgresSchema creates a schema t_<random> in the test database,
+// drops it when the test ends, and returns a URL whose connections work in
+// that schema (its search_path). It is empty: the drivers' test helpers
+// (package storetest) migrate it.
 func NewEmptyPostgresSchema(tb testing.TB) string {
 	tb.Helper()
 	base := PostgresURL(tb)

@@ -39,6 +39,7 @@ func Run(t *testing.T, newSaver NewSaverFunc) {
 		{"ConcurrentThreads", testConcurrentThreads},
 		{"Prune", testPrune},
 		{"Threads", testThreads},
+		{"StoreClock", testStoreClock},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -656,4 +657,30 @@ func testThreads(t *testing.T, s checkpoint.Saver) {
 		{"a", "h1", -1, T0, T0},
 		{"d", "h4", -1, T0, T0},
 	}, rows, "newest updated first, then by ID")
+}
+
+// testStoreClock: a zero now takes the lease on the store's clock (the
+// expiry is the store's now plus the TTL), and a lease so taken is renewed
+// on that clock by Put, whatever time the checkpoint carries.
+func testStoreClock(t *testing.T, s checkpoint.Saver) {
+	ctx := t.Context()
+	before := time.Now().Add(-time.Second)
+	l, err := s.Acquire(ctx, "clock", "a", time.Time{}, time.Hour)
+	require.NoError(t, err)
+	after := time.Now().Add(time.Second)
+	require.True(t, l.Expires.After(before.Add(time.Hour)) && l.Expires.Before(after.Add(time.Hour)),
+		"expires %v, want about now+1h", l.Expires)
+
+	// The checkpoint's time is long past: a renewal on it would let the
+	// lease lapse at once, and b would take the thread over.
+	cp := Step("clock", 0)
+	cp.Snapshot = []byte(`{}`)
+	require.NoError(t, s.Put(ctx, l, cp))
+	_, err = s.Acquire(ctx, "clock", "b", time.Time{}, time.Hour)
+	require.ErrorIs(t, err, checkpoint.ErrThreadBusy)
+
+	// The same holder renews: same token.
+	l2, err := s.Acquire(ctx, "clock", "a", time.Time{}, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, l.Token, l2.Token)
 }

@@ -1,57 +1,60 @@
-package checkpoint
+package postgres
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/migrations"
+	"github.com/taskloom/taskloom/store"
 )
 
-var _ Saver = (*Postgres)(nil)
+var _ store.Driver = (*Driver)(nil)
 
-// PostgresOpts configures a PostgreSQL saver. Nil means defaults.
-type PostgresOpts struct {
+// Opts configures a PostgreSQL driver. Nil means defaults.
+type Opts struct {
 	// Logger receives the migrations applied on open. Nil discards them.
 	Logger *slog.Logger
 	// SkipMigrate leaves the schema as it is.
 	SkipMigrate bool
 	// Retry says how long operations are retried while the server does not
 	// answer (a restart, a network blip). Nil means defaults.
-	Retry *RetryOpts
+	Retry *checkpoint.RetryOpts
 }
 
-// Postgres is a Saver that stores checkpoints in PostgreSQL, in the current
-// schema of its pool's connections (set search_path in the URL to choose
+// Driver keeps taskloom's records (checkpoints, runs, agent histories) in
+// PostgreSQL, in the current schema of its pool's connections (set search_path in the URL to choose
 // another). Put is a single statement: one round trip and one commit.
 // Times are stored to the microsecond.
 //
 // Operations that fail because the server or the connection went away are
-// retried with backoff (PostgresOpts.Retry); each is written so that running
+// retried with backoff (Opts.Retry); each is written so that running
 // it again after a failure that may have committed is harmless.
-type Postgres struct {
+type Driver struct {
 	pool    *pgxpool.Pool
 	ownPool bool
 	mig     *migrations.Migrator
-	retry   *retrier
+	retry   *checkpoint.Retrier
 }
 
-// NewPostgres returns a saver on pool and applies the migrations. Close
-// does not close a pool passed in here.
-func NewPostgres(ctx context.Context, pool *pgxpool.Pool, opts *PostgresOpts) (*Postgres, error) {
+// New returns a driver on pool and applies the migrations. Close does not
+// close a pool passed in here.
+func New(ctx context.Context, pool *pgxpool.Pool, opts *Opts) (*Driver, error) {
 	if opts == nil {
-		opts = &PostgresOpts{}
+		opts = &Opts{}
 	}
-	mig, err := migrations.NewPostgres(pool, &migrations.Opts{Logger: opts.Logger})
+	mig, err := NewMigrator(pool, &migrations.Opts{Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
-	p := &Postgres{pool: pool, mig: mig, retry: newRetrier(MaskURL(pool.Config().ConnString()), opts.Retry, transientPG)}
+	p := &Driver{pool: pool, mig: mig, retry: checkpoint.NewRetrier(checkpoint.MaskURL(pool.Config().ConnString()), opts.Retry, Transient)}
 	if !opts.SkipMigrate {
 		if _, err := mig.Migrate(ctx, migrations.Up, nil); err != nil {
 			return nil, fmt.Errorf("postgres: migrate: %w", err)
@@ -60,25 +63,26 @@ func NewPostgres(ctx context.Context, pool *pgxpool.Pool, opts *PostgresOpts) (*
 	return p, nil
 }
 
-// OpenPostgres connects to the database at url, checks that it answers and
-// returns a saver that owns the connection pool.
-func OpenPostgres(ctx context.Context, url string, opts *PostgresOpts) (*Postgres, error) {
+// Open connects to the database at url, checks that it answers, applies
+// the migrations and returns a driver that owns the connection pool.
+// Errors name the URL with its password masked.
+func Open(ctx context.Context, url string, opts *Opts) (*Driver, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse database URL %s: %w", MaskURL(url), maskErr(err, url))
+		return nil, fmt.Errorf("parse database URL %s: %w", checkpoint.MaskURL(url), checkpoint.MaskError(err, url))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 10 * time.Second
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", MaskURL(url), maskErr(err, url))
+		return nil, fmt.Errorf("connect to %s: %w", checkpoint.MaskURL(url), checkpoint.MaskError(err, url))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to %s: %w", MaskURL(url), maskErr(err, url))
+		return nil, fmt.Errorf("connect to %s: %w", checkpoint.MaskURL(url), checkpoint.MaskError(err, url))
 	}
-	p, err := NewPostgres(ctx, pool, opts)
+	p, err := New(ctx, pool, opts)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -89,18 +93,18 @@ func OpenPostgres(ctx context.Context, url string, opts *PostgresOpts) (*Postgre
 
 // Pool returns the connection pool, for storing other records in the same
 // database.
-func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }
+func (p *Driver) Pool() *pgxpool.Pool { return p.pool }
 
 // Migrator returns the migrator of the database.
-func (p *Postgres) Migrator() *migrations.Migrator { return p.mig }
+func (p *Driver) Migrator() *migrations.Migrator { return p.mig }
 
 // Migrate applies the pending migrations.
-func (p *Postgres) Migrate(ctx context.Context) (*migrations.Result, error) {
+func (p *Driver) Migrate(ctx context.Context) (*migrations.Result, error) {
 	return p.mig.Migrate(ctx, migrations.Up, nil)
 }
 
-// Close implements Saver. It closes the pool only when OpenPostgres made it.
-func (p *Postgres) Close() error {
+// Close implements checkpoint.Saver. It closes the pool only when OpenPostgres made it.
+func (p *Driver) Close() error {
 	if p.ownPool {
 		p.pool.Close()
 	}
@@ -109,9 +113,9 @@ func (p *Postgres) Close() error {
 
 func pgErr(err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
+		return checkpoint.ErrNotFound
 	}
-	return wrapStoreErr("postgres", err)
+	return checkpoint.WrapStoreError("postgres", err)
 }
 
 // nullTime binds the zero time as NULL, which the statements replace with
@@ -123,13 +127,13 @@ func nullTime(t time.Time) *time.Time {
 	return &t
 }
 
-// Acquire implements Saver. A zero now compares and sets the lease's expiry
+// Acquire implements checkpoint.Saver. A zero now compares and sets the lease's expiry
 // on the server's clock, so that processes whose clocks disagree agree on
 // when a lease lapses.
-func (p *Postgres) Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error) {
+func (p *Driver) Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
 	at := nullTime(now)
-	var lease Lease
-	err := p.retry.do(ctx, "acquire", func(ctx context.Context) error {
+	var lease checkpoint.Lease
+	err := p.retry.Do(ctx, "acquire", func(ctx context.Context) error {
 		for range 3 {
 			var (
 				token   int64
@@ -154,7 +158,7 @@ func (p *Postgres) Acquire(ctx context.Context, threadID, holder string, now tim
 				RETURNING lease_token, lease_expires`,
 				threadID, holder, ttl.Microseconds(), at).Scan(&token, &expires)
 			if err == nil {
-				lease = Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: expires, storeClock: at == nil}
+				lease = checkpoint.Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: expires, StoreClock: at == nil}
 				if at != nil {
 					lease.Expires = now.Add(ttl)
 				}
@@ -175,20 +179,20 @@ func (p *Postgres) Acquire(ctx context.Context, threadID, holder string, now tim
 				return fmt.Errorf("acquire %s: %w", threadID, pgErr(err))
 			}
 			if cur != nil && *cur != holder && cmp.Before(exp) {
-				return &BusyError{ThreadID: threadID, Holder: *cur, Expires: exp}
+				return &checkpoint.BusyError{ThreadID: threadID, Holder: *cur, Expires: exp}
 			}
 		}
 		return fmt.Errorf("acquire %s: lease kept changing hands", threadID)
 	})
 	if err != nil {
-		return Lease{}, err
+		return checkpoint.Lease{}, err
 	}
 	return lease, nil
 }
 
-// Release implements Saver.
-func (p *Postgres) Release(ctx context.Context, lease Lease) error {
-	return p.retry.do(ctx, "release", func(ctx context.Context) error {
+// Release implements checkpoint.Saver.
+func (p *Driver) Release(ctx context.Context, lease checkpoint.Lease) error {
+	return p.retry.Do(ctx, "release", func(ctx context.Context) error {
 		_, err := p.pool.Exec(ctx, `UPDATE threads SET lease_holder = NULL
 			WHERE thread_id = $1 AND lease_token = $2 AND lease_holder IS NOT NULL`, lease.ThreadID, lease.Token)
 		if err != nil {
@@ -217,24 +221,24 @@ const putSQL = `WITH t AS (
 )
 SELECT count(*) FROM c`
 
-// Put implements Saver. When a try fails after the server may have
+// Put implements checkpoint.Saver. When a try fails after the server may have
 // committed it (the connection dropped before the answer), the retry finds
 // the head already moved; it then looks for the checkpoint it wrote and
 // succeeds if it is there, so that a retried Put neither fails nor writes
 // twice.
-func (p *Postgres) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
+func (p *Driver) Put(ctx context.Context, lease checkpoint.Lease, cp checkpoint.Checkpoint) error {
 	tries := 0
-	return p.retry.do(ctx, "put", func(ctx context.Context) error {
+	return p.retry.Do(ctx, "put", func(ctx context.Context) error {
 		tries++
 		return p.put(ctx, lease, cp, tries > 1)
 	})
 }
 
 // put tries Put once; retried says that an earlier try may have committed.
-func (p *Postgres) put(ctx context.Context, lease Lease, cp Checkpoint, retried bool) error {
+func (p *Driver) put(ctx context.Context, lease checkpoint.Lease, cp checkpoint.Checkpoint, retried bool) error {
 	var n int
 	err := p.pool.QueryRow(ctx, putSQL, lease.ThreadID, lease.Token, cp.Step, cp.Source, cp.Writers,
-		cp.Deltas, cp.Snapshot, cp.Next, cp.Meta, cp.CreatedAt, lease.storeClock).Scan(&n)
+		cp.Deltas, cp.Snapshot, cp.Next, cp.Meta, cp.CreatedAt, lease.StoreClock).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("put %s step %d: %w", lease.ThreadID, cp.Step, pgErr(err))
 	}
@@ -253,11 +257,11 @@ func (p *Postgres) put(ctx context.Context, lease Lease, cp Checkpoint, retried 
 	if err := p.checkLease(ctx, p.pool, lease); err != nil {
 		return err
 	}
-	return ErrConflict
+	return checkpoint.ErrConflict
 }
 
 // putLanded reports whether the thread holds cp as it was written.
-func (p *Postgres) putLanded(ctx context.Context, threadID string, cp Checkpoint) (bool, error) {
+func (p *Driver) putLanded(ctx context.Context, threadID string, cp checkpoint.Checkpoint) (bool, error) {
 	var ok bool
 	err := p.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM checkpoints
 		WHERE thread_id = $1 AND step = $2 AND created_at = $3 AND source = $4
@@ -270,14 +274,14 @@ type pgQuerier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// checkLease fails with ErrLeaseLost unless lease is the thread's current
+// checkLease fails with checkpoint.ErrLeaseLost unless lease is the thread's current
 // one.
-func (p *Postgres) checkLease(ctx context.Context, q pgQuerier, lease Lease) error {
+func (p *Driver) checkLease(ctx context.Context, q pgQuerier, lease checkpoint.Lease) error {
 	var held bool
 	err := q.QueryRow(ctx, `SELECT lease_holder IS NOT NULL AND lease_token = $2 FROM threads WHERE thread_id = $1`,
 		lease.ThreadID, lease.Token).Scan(&held)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !held) {
-		return ErrLeaseLost
+		return checkpoint.ErrLeaseLost
 	}
 	if err != nil {
 		return fmt.Errorf("check lease of %s: %w", lease.ThreadID, pgErr(err))
@@ -285,12 +289,12 @@ func (p *Postgres) checkLease(ctx context.Context, q pgQuerier, lease Lease) err
 	return nil
 }
 
-// PutWrites implements Saver. It is one statement: the lease check locks
+// PutWrites implements checkpoint.Saver. It is one statement: the lease check locks
 // the thread's row (so a takeover waits for it, or it sees the takeover),
 // and the writes are upserted in order, each taking a new seq. Run again,
 // it upserts the same rows.
-func (p *Postgres) PutWrites(ctx context.Context, lease Lease, writes []Write) error {
-	writes = dedupWrites(writes)
+func (p *Driver) PutWrites(ctx context.Context, lease checkpoint.Lease, writes []checkpoint.Write) error {
+	writes = checkpoint.DedupWrites(writes)
 	steps := make([]int64, len(writes))
 	tasks := make([]string, len(writes))
 	kinds := make([]string, len(writes))
@@ -298,7 +302,7 @@ func (p *Postgres) PutWrites(ctx context.Context, lease Lease, writes []Write) e
 	for i, w := range writes {
 		steps[i], tasks[i], kinds[i], payloads[i] = w.Step, w.TaskID, string(w.Kind), w.Payload
 	}
-	return p.retry.do(ctx, "put writes", func(ctx context.Context) error {
+	return p.retry.Do(ctx, "put writes", func(ctx context.Context) error {
 		var ok bool
 		err := p.pool.QueryRow(ctx, `WITH t AS (
 				SELECT thread_id FROM threads
@@ -318,16 +322,16 @@ func (p *Postgres) PutWrites(ctx context.Context, lease Lease, writes []Write) e
 			return fmt.Errorf("put writes %s: %w", lease.ThreadID, pgErr(err))
 		}
 		if !ok {
-			return ErrLeaseLost
+			return checkpoint.ErrLeaseLost
 		}
 		return nil
 	})
 }
 
-// Load implements Saver.
-func (p *Postgres) Load(ctx context.Context, threadID string, step int64) (Loaded, error) {
-	var out Loaded
-	err := p.retry.do(ctx, "load", func(ctx context.Context) error {
+// Load implements checkpoint.Saver.
+func (p *Driver) Load(ctx context.Context, threadID string, step int64) (checkpoint.Loaded, error) {
+	var out checkpoint.Loaded
+	err := p.retry.Do(ctx, "load", func(ctx context.Context) error {
 		var err error
 		out, err = p.load(ctx, threadID, step)
 		return err
@@ -335,25 +339,25 @@ func (p *Postgres) Load(ctx context.Context, threadID string, step int64) (Loade
 	return out, err
 }
 
-func (p *Postgres) load(ctx context.Context, threadID string, step int64) (Loaded, error) {
+func (p *Driver) load(ctx context.Context, threadID string, step int64) (checkpoint.Loaded, error) {
 	tx, err := p.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	var head int64
 	err = tx.QueryRow(ctx, `SELECT head FROM threads WHERE thread_id = $1`, threadID).Scan(&head)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && head < 0) {
-		return Loaded{}, ErrNotFound
+		return checkpoint.Loaded{}, checkpoint.ErrNotFound
 	}
 	if err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 	}
 	if step < 0 {
 		step = head
 	}
 	if step > head {
-		return Loaded{}, ErrNotFound
+		return checkpoint.Loaded{}, checkpoint.ErrNotFound
 	}
 	rows, err := tx.Query(ctx, `SELECT step, source, writers, deltas, snapshot, next, meta, created_at
 		FROM checkpoints
@@ -362,51 +366,51 @@ func (p *Postgres) load(ctx context.Context, threadID string, step int64) (Loade
 			(SELECT min(step) FROM checkpoints WHERE thread_id = $1))
 		ORDER BY step`, threadID, step)
 	if err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 	}
-	out := Loaded{Head: head}
+	out := checkpoint.Loaded{Head: head}
 	for rows.Next() {
-		cp := Checkpoint{ThreadID: threadID}
+		cp := checkpoint.Checkpoint{ThreadID: threadID}
 		if err := rows.Scan(&cp.Step, &cp.Source, &cp.Writers, &cp.Deltas, &cp.Snapshot, &cp.Next, &cp.Meta, &cp.CreatedAt); err != nil {
 			rows.Close()
-			return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+			return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 		}
 		out.Chain = append(out.Chain, cp)
 	}
 	if err := rows.Err(); err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 	}
 	if len(out.Chain) == 0 || out.Chain[len(out.Chain)-1].Step != step {
-		return Loaded{}, ErrNotFound
+		return checkpoint.Loaded{}, checkpoint.ErrNotFound
 	}
 	if step == head {
 		rows, err := tx.Query(ctx, `SELECT step, task_id, kind, payload FROM writes
 			WHERE thread_id = $1 AND step = $2 ORDER BY seq`, threadID, head+1)
 		if err != nil {
-			return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+			return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 		}
 		for rows.Next() {
-			w := Write{ThreadID: threadID}
+			w := checkpoint.Write{ThreadID: threadID}
 			if err := rows.Scan(&w.Step, &w.TaskID, &w.Kind, &w.Payload); err != nil {
 				rows.Close()
-				return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+				return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 			}
 			out.Writes = append(out.Writes, w)
 		}
 		if err := rows.Err(); err != nil {
-			return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+			return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, pgErr(err))
 	}
 	return out, nil
 }
 
-// List implements Saver.
-func (p *Postgres) List(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
-	var out []Checkpoint
-	err := p.retry.do(ctx, "list", func(ctx context.Context) error {
+// List implements checkpoint.Saver.
+func (p *Driver) List(ctx context.Context, threadID string, limit int) ([]checkpoint.Checkpoint, error) {
+	var out []checkpoint.Checkpoint
+	err := p.retry.Do(ctx, "list", func(ctx context.Context) error {
 		var err error
 		out, err = p.list(ctx, threadID, limit)
 		return err
@@ -414,7 +418,7 @@ func (p *Postgres) List(ctx context.Context, threadID string, limit int) ([]Chec
 	return out, err
 }
 
-func (p *Postgres) list(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+func (p *Driver) list(ctx context.Context, threadID string, limit int) ([]checkpoint.Checkpoint, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -424,9 +428,9 @@ func (p *Postgres) list(ctx context.Context, threadID string, limit int) ([]Chec
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", threadID, pgErr(err))
 	}
-	var out []Checkpoint
+	var out []checkpoint.Checkpoint
 	for rows.Next() {
-		cp := Checkpoint{ThreadID: threadID}
+		cp := checkpoint.Checkpoint{ThreadID: threadID}
 		if err := rows.Scan(&cp.Step, &cp.Source, &cp.Writers, &cp.Meta, &cp.CreatedAt); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("list %s: %w", threadID, pgErr(err))
@@ -440,7 +444,7 @@ func (p *Postgres) list(ctx context.Context, threadID string, limit int) ([]Chec
 		var one int
 		if err := p.pool.QueryRow(ctx, `SELECT 1 FROM threads WHERE thread_id = $1`, threadID).Scan(&one); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
-				return nil, ErrNotFound
+				return nil, checkpoint.ErrNotFound
 			}
 			return nil, fmt.Errorf("list %s: %w", threadID, pgErr(err))
 		}
@@ -448,10 +452,10 @@ func (p *Postgres) list(ctx context.Context, threadID string, limit int) ([]Chec
 	return out, nil
 }
 
-// Threads implements Saver.
-func (p *Postgres) Threads(ctx context.Context) ([]ThreadInfo, error) {
-	var out []ThreadInfo
-	err := p.retry.do(ctx, "list threads", func(ctx context.Context) error {
+// Threads implements checkpoint.Saver.
+func (p *Driver) Threads(ctx context.Context) ([]checkpoint.ThreadInfo, error) {
+	var out []checkpoint.ThreadInfo
+	err := p.retry.Do(ctx, "list threads", func(ctx context.Context) error {
 		var err error
 		out, err = p.threads(ctx)
 		return err
@@ -459,15 +463,15 @@ func (p *Postgres) Threads(ctx context.Context) ([]ThreadInfo, error) {
 	return out, err
 }
 
-func (p *Postgres) threads(ctx context.Context) ([]ThreadInfo, error) {
+func (p *Driver) threads(ctx context.Context) ([]checkpoint.ThreadInfo, error) {
 	rows, err := p.pool.Query(ctx, `SELECT thread_id, head, coalesce(lease_holder, ''), created_at, updated_at FROM threads
 		ORDER BY updated_at DESC, thread_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list threads: %w", pgErr(err))
 	}
-	out := []ThreadInfo{}
+	out := []checkpoint.ThreadInfo{}
 	for rows.Next() {
-		var info ThreadInfo
+		var info checkpoint.ThreadInfo
 		if err := rows.Scan(&info.ThreadID, &info.Head, &info.Holder, &info.CreatedAt, &info.UpdatedAt); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("list threads: %w", pgErr(err))
@@ -480,18 +484,18 @@ func (p *Postgres) threads(ctx context.Context) ([]ThreadInfo, error) {
 	return out, nil
 }
 
-// Prune implements Saver. It is one transaction, run again whole when it
+// Prune implements checkpoint.Saver. It is one transaction, run again whole when it
 // fails on a transient error; run again after it committed, it changes
 // nothing more.
-func (p *Postgres) Prune(ctx context.Context, lease Lease, keepFrom int64, snapshot []byte) error {
-	return p.retry.do(ctx, "prune", func(ctx context.Context) error {
+func (p *Driver) Prune(ctx context.Context, lease checkpoint.Lease, keepFrom int64, snapshot []byte) error {
+	return p.retry.Do(ctx, "prune", func(ctx context.Context) error {
 		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
 			// Lock the thread's row: a takeover waits until the prune is done.
 			var held bool
 			err := tx.QueryRow(ctx, `SELECT lease_holder IS NOT NULL AND lease_token = $2 FROM threads WHERE thread_id = $1 FOR UPDATE`,
 				lease.ThreadID, lease.Token).Scan(&held)
 			if errors.Is(err, pgx.ErrNoRows) || (err == nil && !held) {
-				return ErrLeaseLost
+				return checkpoint.ErrLeaseLost
 			}
 			if err != nil {
 				return err
@@ -502,7 +506,7 @@ func (p *Postgres) Prune(ctx context.Context, lease Lease, keepFrom int64, snaps
 				return err
 			}
 			if tag.RowsAffected() == 0 {
-				return ErrNotFound
+				return checkpoint.ErrNotFound
 			}
 			if _, err := tx.Exec(ctx, `DELETE FROM checkpoints WHERE thread_id = $1 AND step < $2`, lease.ThreadID, keepFrom); err != nil {
 				return err
@@ -517,10 +521,9 @@ func (p *Postgres) Prune(ctx context.Context, lease Lease, keepFrom int64, snaps
 	})
 }
 
-// Retry runs fn as the saver runs its own operations: retried with backoff
-// while it fails with transient errors, for up to the saver's retry period,
-// after which it returns an *UnreachableError. Stores that keep other
-// records in the saver's database use it; fn must be safe to run again.
-func (p *Postgres) Retry(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	return p.retry.do(ctx, op, fn)
+// IsURL reports whether dbURL names a PostgreSQL database: it starts with
+// postgres:// or postgresql://.
+func IsURL(dbURL string) bool {
+	l := strings.ToLower(dbURL)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
 }

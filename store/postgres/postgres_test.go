@@ -1,12 +1,10 @@
-package checkpoint_test
+package postgres_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -17,24 +15,84 @@ import (
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/store"
+	"github.com/taskloom/taskloom/store/postgres"
+	"github.com/taskloom/taskloom/store/storetest"
 )
+
+func TestSaver(t *testing.T) {
+	t.Parallel()
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return storetest.NewPostgres(t) })
+}
+
+func TestRecords(t *testing.T) {
+	t.Parallel()
+	storetest.RunRecords(t, func(t *testing.T) store.Records { return storetest.NewPostgres(t) })
+}
+
+func TestIsURL(t *testing.T) {
+	t.Parallel()
+	require.True(t, postgres.IsURL("postgres://h/db"))
+	require.True(t, postgres.IsURL("PostgreSQL://h/db"))
+	require.False(t, postgres.IsURL("/tmp/postgres.db"))
+}
+
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	dbURL := checkpointtest.NewEmptyPostgresSchema(t)
+	pg, err := postgres.Open(t.Context(), dbURL, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pg.Close() })
+	v, err := pg.Migrator().Version(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, pg.Migrator().Latest(), v, "Open applies the migrations")
+
+	// Other records live in the same database.
+	_, err = pg.Pool().Exec(t.Context(), `INSERT INTO runs (id, product_path, repo, status, created_at, updated_at)
+		VALUES ('r1', 'PRODUCT.md', '/repo', 'running', now(), now())`)
+	require.NoError(t, err)
+}
+
+func TestOpenUnreachableMasksPassword(t *testing.T) {
+	t.Parallel()
+	_, err := postgres.Open(t.Context(), "postgres://u:hunter2@127.0.0.1:1/db?sslmode=disable&connect_timeout=5", nil)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "hunter2")
+	require.Contains(t, err.Error(), "postgres://u:xxxxx@127.0.0.1:1/db")
+	require.NotContains(t, err.Error(), "\n")
+}
+
+// A database opened without migrating, and never migrated, has no
+// records: reading them says so with store.ErrNoSchema, and creates no
+// table.
+func TestNoSchema(t *testing.T) {
+	t.Parallel()
+	d, err := postgres.Open(t.Context(), checkpointtest.NewEmptyPostgresSchema(t), &postgres.Opts{SkipMigrate: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	_, err = d.ListRuns(t.Context(), store.ListRunsParams{})
+	require.ErrorIs(t, err, store.ErrNoSchema)
+	v, err := d.Migrator().Version(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 0, v)
+}
 
 // openFaultPG opens a saver on a throwaway server, retrying for retryFor;
 // unreachable is told of each outage.
-func openFaultPG(t *testing.T, srv *checkpointtest.PostgresServer, retryFor time.Duration, unreachable func(error, time.Duration)) *checkpoint.Postgres {
+func openFaultPG(t *testing.T, srv *checkpointtest.PostgresServer, retryFor time.Duration, unreachable func(error, time.Duration)) *postgres.Driver {
 	t.Helper()
-	s, err := checkpoint.Open(t.Context(), srv.URL(), &checkpoint.OpenOpts{
+	s, err := postgres.Open(t.Context(), srv.URL(), &postgres.Opts{
 		Retry: &checkpoint.RetryOpts{For: retryFor, UnreachableFunc: unreachable},
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
-	return s.(*checkpoint.Postgres)
+	return s
 }
 
 // The server stops between two checkpoints; the next Put waits for it, the
 // saver says once that it waits, and the server comes back when it does.
 // Every checkpoint is stored once, in order, and no write fails.
-func TestPostgresRestartBetweenPuts(t *testing.T) {
+func TestRestartBetweenPuts(t *testing.T) {
 	srv := checkpointtest.StartPostgres(t)
 	var notices atomic.Int32
 	waiting := make(chan struct{}, 1)
@@ -78,7 +136,7 @@ func TestPostgresRestartBetweenPuts(t *testing.T) {
 // A writer keeps writing checkpoints while the server restarts under it
 // (stopped with open sessions, which end with SQLSTATE 57P01): each write
 // either lands once or is retried until it does.
-func TestPostgresRestartDuringWrites(t *testing.T) {
+func TestRestartDuringWrites(t *testing.T) {
 	srv := checkpointtest.StartPostgres(t)
 	var notices atomic.Int32
 	s := openFaultPG(t, srv, time.Minute, func(error, time.Duration) { notices.Add(1) })
@@ -139,8 +197,8 @@ func TestPostgresRestartDuringWrites(t *testing.T) {
 // answer: the retry finds the head moved, sees that the checkpoint there is
 // its own, and succeeds; a different checkpoint at that step is still a
 // conflict.
-func TestPostgresPutRetriedAfterCommit(t *testing.T) {
-	s := checkpointtest.NewPostgres(t)
+func TestPutRetriedAfterCommit(t *testing.T) {
+	s := storetest.NewPostgres(t)
 	ctx := t.Context()
 	lease, err := s.Acquire(ctx, "landed", "a", time.Time{}, time.Minute)
 	require.NoError(t, err)
@@ -161,7 +219,7 @@ func TestPostgresPutRetriedAfterCommit(t *testing.T) {
 // fails with an *UnreachableError after that period; the next one fails at
 // once instead of waiting again; once the server is back, writes go on
 // with the same lease.
-func TestPostgresRetryExhausted(t *testing.T) {
+func TestRetryExhausted(t *testing.T) {
 	srv := checkpointtest.StartPostgres(t)
 	var notices atomic.Int32
 	s := openFaultPG(t, srv, 1500*time.Millisecond, func(error, time.Duration) { notices.Add(1) })
@@ -195,7 +253,7 @@ func TestPostgresRetryExhausted(t *testing.T) {
 	require.Equal(t, int64(1), loaded.Head)
 }
 
-func TestTransientPG(t *testing.T) {
+func TestTransient(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
@@ -218,44 +276,58 @@ func TestTransientPG(t *testing.T) {
 		{"canceled", context.Canceled, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, checkpoint.TransientPG(tc.err), "transient(%v)", tc.err)
+			require.Equal(t, tc.want, postgres.Transient(tc.err), "transient(%v)", tc.err)
 		})
 	}
 }
 
-// A SQLite file deleted, or replaced by another file, under an open saver
-// fails the next write with an error naming the file.
-func TestSQLiteFileReplaced(t *testing.T) {
-	t.Parallel()
-	for _, replace := range []bool{false, true} {
-		t.Run(map[bool]string{false: "deleted", true: "replaced"}[replace], func(t *testing.T) {
-			t.Parallel()
-			path := filepath.Join(t.TempDir(), "taskloom.db")
-			s, err := checkpoint.NewSQLite(t.Context(), path, nil)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = s.Close() })
-			ctx := t.Context()
-			lease, err := s.Acquire(ctx, "f", "a", time.Time{}, time.Hour)
-			require.NoError(t, err)
-			cp := checkpointtest.Step("f", 0)
-			cp.Snapshot = []byte(`{}`)
-			require.NoError(t, s.Put(ctx, lease, cp))
+// The server is down when the records are written and read; each call
+// waits for the server (which comes back when the driver says it waits) and
+// lands once.
+func TestRecordsRideOutRestart(t *testing.T) {
+	srv := checkpointtest.StartPostgres(t)
+	ctx := context.Background()
+	d, err := postgres.Open(ctx, srv.URL(), &postgres.Opts{Retry: &checkpoint.RetryOpts{
+		For:             time.Minute,
+		UnreachableFunc: func(error, time.Duration) { go srv.Start() },
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	at := storetest.T0
 
-			require.NoError(t, os.Remove(path))
-			if replace {
-				other := filepath.Join(t.TempDir(), "other.db")
-				o, err := checkpoint.NewSQLite(ctx, other, nil)
-				require.NoError(t, err)
-				require.NoError(t, o.Close())
-				require.NoError(t, os.Rename(other, path))
-			}
-			err = s.Put(ctx, lease, checkpointtest.Step("f", 1))
-			require.ErrorIs(t, err, checkpoint.ErrStoreReplaced)
-			require.Contains(t, err.Error(), path)
-			var re *checkpoint.ReplacedError
-			require.ErrorAs(t, err, &re)
-			require.Equal(t, !replace, re.Deleted)
-			require.ErrorIs(t, s.PutWrites(ctx, lease, nil), checkpoint.ErrStoreReplaced)
-		})
-	}
+	srv.Stop()
+	require.NoError(t, d.CreateRun(ctx, store.Run{ID: "r1", ProductPath: "/p/PRODUCT.md", Repo: "/p", Status: "running", CreatedAt: at, UpdatedAt: at, Meta: []byte(`{}`)}))
+	srv.Stop()
+	require.NoError(t, d.SetRunStatus(ctx, "r1", "completed", at))
+	srv.Stop()
+	require.NoError(t, d.SaveHistory(ctx, store.History{RunID: "r1", ConversationID: "r1/T1/1", TaskID: "T1", Attempt: 1, UI: `[]`, API: `[]`, Meta: `{}`, UpdatedAt: at}))
+	srv.Stop()
+	runs, err := d.ListRuns(ctx, store.ListRunsParams{})
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "completed", runs[0].Status)
+	srv.Stop()
+	h, err := d.GetHistory(ctx, "r1", "r1/T1/1")
+	require.NoError(t, err)
+	require.Equal(t, "T1", h.TaskID)
+}
+
+// A CreateRun whose first try committed but lost its answer succeeds when
+// retried, while creating a different run under a taken ID still fails
+// with ErrRunExists.
+func TestCreateRunRetriedAfterCommit(t *testing.T) {
+	t.Parallel()
+	d := storetest.NewPostgres(t)
+	ctx := t.Context()
+	r := store.Run{ID: "r1", ProductPath: "/p/PRODUCT.md", Repo: "/p", Status: "running", CreatedAt: storetest.T0, UpdatedAt: storetest.T0, Meta: []byte(`{}`)}
+	require.NoError(t, d.CreateRun(ctx, r))
+	require.NoError(t, d.CreateRunRetried(ctx, r), "the retry of a committed CreateRun succeeds")
+	require.ErrorIs(t, d.CreateRun(ctx, r), store.ErrRunExists, "a first try at a taken ID fails")
+	other := r
+	other.ProductPath, other.Repo = "/q/PRODUCT.md", "/q"
+	require.ErrorIs(t, d.CreateRunRetried(ctx, other), store.ErrRunExists, "someone else's run is not ours")
+	runs, err := d.ListRuns(ctx, store.ListRunsParams{})
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "/p", runs[0].Repo)
 }

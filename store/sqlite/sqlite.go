@@ -1,4 +1,4 @@
-package checkpoint
+package sqlite
 
 import (
 	"context"
@@ -12,16 +12,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/migrations"
+	"github.com/taskloom/taskloom/store"
 
 	// The "sqlite" database/sql driver.
 	_ "modernc.org/sqlite"
 )
 
-var _ Saver = (*SQLite)(nil)
+var _ store.Driver = (*Driver)(nil)
 
-// SQLiteOpts configures a SQLite saver. Nil means defaults.
-type SQLiteOpts struct {
+// Opts configures a SQLite driver. Nil means defaults.
+type Opts struct {
 	// Logger receives the migrations applied on open. Nil discards them.
 	Logger *slog.Logger
 	// Synchronous is SQLite's synchronous pragma: "NORMAL" (the default)
@@ -39,16 +41,16 @@ type SQLiteOpts struct {
 	SkipMigrate bool
 }
 
-// SQLite is a Saver that stores checkpoints in a SQLite database file, in
-// WAL mode. All writes go through one connection (SQLite has one writer at
+// Driver keeps taskloom's records (checkpoints, runs, agent histories) in a
+// SQLite database file, in WAL mode. All writes go through one connection (SQLite has one writer at
 // a time anyway), reads through a small pool. Times are stored to the
 // microsecond.
 //
 // The file's identity is recorded when it opens, and each write checks it
 // first (one stat): a database file deleted or replaced under a running
-// process fails the write with a *ReplacedError instead of writing into a
+// process fails the write with a *checkpoint.ReplacedError instead of writing into a
 // file nobody will read again.
-type SQLite struct {
+type Driver struct {
 	path  string
 	w     *sql.DB // one connection; transactions begin IMMEDIATE
 	r     *sql.DB // read pool; r == w for an in-memory database
@@ -56,34 +58,12 @@ type SQLite struct {
 	ident os.FileInfo // the file opened; nil for ":memory:"
 }
 
-// ErrStoreReplaced means the SQLite database file was deleted or replaced
-// by another file while the saver had it open.
-var ErrStoreReplaced = errors.New("checkpoint: store file replaced")
-
-// ReplacedError names a SQLite database file that was deleted or replaced
-// while open. errors.Is(err, ErrStoreReplaced) holds.
-type ReplacedError struct {
-	Path string
-	// Deleted is set when no file is left at Path.
-	Deleted bool
-}
-
-func (e *ReplacedError) Error() string {
-	if e.Deleted {
-		return fmt.Sprintf("store %s was deleted while the run used it", e.Path)
-	}
-	return fmt.Sprintf("store %s was replaced by another file while the run used it", e.Path)
-}
-
-// Is reports ErrStoreReplaced.
-func (e *ReplacedError) Is(target error) bool { return target == ErrStoreReplaced }
-
-// NewSQLite opens (creating it if needed) the SQLite database at path and
+// Open opens (creating it if needed) the SQLite database at path and
 // applies the migrations. path ":memory:" opens a private in-memory
 // database.
-func NewSQLite(ctx context.Context, path string, opts *SQLiteOpts) (*SQLite, error) {
+func Open(ctx context.Context, path string, opts *Opts) (*Driver, error) {
 	if opts == nil {
-		opts = &SQLiteOpts{}
+		opts = &Opts{}
 	}
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -123,7 +103,7 @@ func NewSQLite(ctx context.Context, path string, opts *SQLiteOpts) (*SQLite, err
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLite{path: path, w: w, r: w}
+	s := &Driver{path: path, w: w, r: w}
 	if err := w.PingContext(ctx); err != nil {
 		_ = w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -146,7 +126,7 @@ func NewSQLite(ctx context.Context, path string, opts *SQLiteOpts) (*SQLite, err
 		r.SetMaxIdleConns(readConns)
 		s.r = r
 	}
-	s.mig, err = migrations.NewSQLite(w, &migrations.Opts{Logger: opts.Logger})
+	s.mig, err = NewMigrator(w, &migrations.Opts{Logger: opts.Logger})
 	if err != nil {
 		_ = s.Close()
 		return nil, err
@@ -163,24 +143,24 @@ func NewSQLite(ctx context.Context, path string, opts *SQLiteOpts) (*SQLite, err
 // DB returns the database's write connection, for storing other records in
 // the same database. It holds a single connection: do not call the saver
 // while holding a transaction on it.
-func (s *SQLite) DB() *sql.DB { return s.w }
+func (s *Driver) DB() *sql.DB { return s.w }
 
 // ReadDB returns the read pool (the write connection for ":memory:").
-func (s *SQLite) ReadDB() *sql.DB { return s.r }
+func (s *Driver) ReadDB() *sql.DB { return s.r }
 
 // Path is the database file.
-func (s *SQLite) Path() string { return s.path }
+func (s *Driver) Path() string { return s.path }
 
 // Migrator returns the migrator of the database.
-func (s *SQLite) Migrator() *migrations.Migrator { return s.mig }
+func (s *Driver) Migrator() *migrations.Migrator { return s.mig }
 
 // Migrate applies the pending migrations.
-func (s *SQLite) Migrate(ctx context.Context) (*migrations.Result, error) {
+func (s *Driver) Migrate(ctx context.Context) (*migrations.Result, error) {
 	return s.mig.Migrate(ctx, migrations.Up, nil)
 }
 
-// Close implements Saver.
-func (s *SQLite) Close() error {
+// Close implements checkpoint.Saver.
+func (s *Driver) Close() error {
 	var err error
 	if s.r != s.w {
 		err = s.r.Close()
@@ -228,9 +208,9 @@ func decodeWriters(s sql.NullString) ([]string, error) {
 	return ws, nil
 }
 
-// Acquire implements Saver.
-func (s *SQLite) Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (Lease, error) {
-	var lease Lease
+// Acquire implements checkpoint.Saver.
+func (s *Driver) Acquire(ctx context.Context, threadID, holder string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+	var lease checkpoint.Lease
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var (
 			cur     sql.NullString
@@ -258,7 +238,7 @@ func (s *SQLite) Acquire(ctx context.Context, threadID, holder string, now time.
 			return err
 		default:
 			if cur.Valid && cur.String != holder && nowUS < expires {
-				return &BusyError{ThreadID: threadID, Holder: cur.String, Expires: fromMicros(expires)}
+				return &checkpoint.BusyError{ThreadID: threadID, Holder: cur.String, Expires: fromMicros(expires)}
 			}
 			if !cur.Valid || cur.String != holder || nowUS >= expires {
 				token++
@@ -266,20 +246,20 @@ func (s *SQLite) Acquire(ctx context.Context, threadID, holder string, now time.
 			_, err = tx.ExecContext(ctx, `UPDATE threads SET lease_holder = ?, lease_token = ?, lease_expires = ?, ttl_us = ?
 				WHERE thread_id = ?`, holder, token, expUS, ttl.Microseconds(), threadID)
 		}
-		lease = Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: now.Add(ttl), storeClock: now.IsZero()}
+		lease = checkpoint.Lease{ThreadID: threadID, Holder: holder, Token: token, Expires: now.Add(ttl), StoreClock: now.IsZero()}
 		if now.IsZero() {
 			lease.Expires = fromMicros(expUS)
 		}
 		return err
 	})
 	if err != nil {
-		return Lease{}, err
+		return checkpoint.Lease{}, err
 	}
 	return lease, nil
 }
 
-// Release implements Saver.
-func (s *SQLite) Release(ctx context.Context, lease Lease) error {
+// Release implements checkpoint.Saver.
+func (s *Driver) Release(ctx context.Context, lease checkpoint.Lease) error {
 	_, err := s.w.ExecContext(ctx, `UPDATE threads SET lease_holder = NULL
 		WHERE thread_id = ? AND lease_token = ? AND lease_holder IS NOT NULL`, lease.ThreadID, lease.Token)
 	if err != nil {
@@ -288,11 +268,11 @@ func (s *SQLite) Release(ctx context.Context, lease Lease) error {
 	return nil
 }
 
-// checkLease fails with ErrLeaseLost unless lease is the thread's current
+// checkLease fails with checkpoint.ErrLeaseLost unless lease is the thread's current
 // one. It returns the thread's head.
 func checkLease(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, lease Lease) (int64, error) {
+}, lease checkpoint.Lease) (int64, error) {
 	var (
 		token int64
 		held  bool
@@ -301,19 +281,19 @@ func checkLease(ctx context.Context, q interface {
 	err := q.QueryRowContext(ctx, `SELECT lease_token, lease_holder IS NOT NULL, head FROM threads WHERE thread_id = ?`, lease.ThreadID).
 		Scan(&token, &held, &head)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, ErrLeaseLost
+		return 0, checkpoint.ErrLeaseLost
 	}
 	if err != nil {
 		return 0, err
 	}
 	if !held || token != lease.Token {
-		return 0, ErrLeaseLost
+		return 0, checkpoint.ErrLeaseLost
 	}
 	return head, nil
 }
 
-// Put implements Saver.
-func (s *SQLite) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
+// Put implements checkpoint.Saver.
+func (s *Driver) Put(ctx context.Context, lease checkpoint.Lease, cp checkpoint.Checkpoint) error {
 	writers, err := encodeWriters(cp.Writers)
 	if err != nil {
 		return err
@@ -322,7 +302,7 @@ func (s *SQLite) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		// A lease taken on the store's clock is renewed on it.
 		renewAt := at
-		if lease.storeClock {
+		if lease.StoreClock {
 			var err error
 			if renewAt, err = storeNow(ctx, tx); err != nil {
 				return err
@@ -340,7 +320,7 @@ func (s *SQLite) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
 			if _, err := checkLease(ctx, tx, lease); err != nil {
 				return err
 			}
-			return ErrConflict
+			return checkpoint.ErrConflict
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO checkpoints
 			(thread_id, step, source, writers, deltas, snapshot, next, meta, created_at)
@@ -355,9 +335,9 @@ func (s *SQLite) Put(ctx context.Context, lease Lease, cp Checkpoint) error {
 	})
 }
 
-// PutWrites implements Saver.
-func (s *SQLite) PutWrites(ctx context.Context, lease Lease, writes []Write) error {
-	writes = dedupWrites(writes)
+// PutWrites implements checkpoint.Saver.
+func (s *Driver) PutWrites(ctx context.Context, lease checkpoint.Lease, writes []checkpoint.Write) error {
+	writes = checkpoint.DedupWrites(writes)
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		if _, err := checkLease(ctx, tx, lease); err != nil {
 			return err
@@ -386,50 +366,26 @@ func (s *SQLite) PutWrites(ctx context.Context, lease Lease, writes []Write) err
 	})
 }
 
-// dedupWrites keeps the last of writes with the same key, where it stands:
-// applying the result in order leaves the same rows, in the same order, as
-// applying every write one after the other.
-func dedupWrites(writes []Write) []Write {
-	type key struct {
-		step       int64
-		task, kind string
-	}
-	last := make(map[key]int, len(writes))
-	for i, w := range writes {
-		last[key{w.Step, w.TaskID, string(w.Kind)}] = i
-	}
-	if len(last) == len(writes) {
-		return writes
-	}
-	out := make([]Write, 0, len(last))
-	for i, w := range writes {
-		if last[key{w.Step, w.TaskID, string(w.Kind)}] == i {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// Load implements Saver.
-func (s *SQLite) Load(ctx context.Context, threadID string, step int64) (Loaded, error) {
+// Load implements checkpoint.Saver.
+func (s *Driver) Load(ctx context.Context, threadID string, step int64) (checkpoint.Loaded, error) {
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	var head int64
 	err = tx.QueryRowContext(ctx, `SELECT head FROM threads WHERE thread_id = ?`, threadID).Scan(&head)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && head < 0) {
-		return Loaded{}, ErrNotFound
+		return checkpoint.Loaded{}, checkpoint.ErrNotFound
 	}
 	if err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
 	}
 	if step < 0 {
 		step = head
 	}
 	if step > head {
-		return Loaded{}, ErrNotFound
+		return checkpoint.Loaded{}, checkpoint.ErrNotFound
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT step, source, writers,
 			deltas, deltas IS NOT NULL, snapshot, snapshot IS NOT NULL, next, next IS NOT NULL, meta, meta IS NOT NULL, created_at
@@ -439,11 +395,11 @@ func (s *SQLite) Load(ctx context.Context, threadID string, step int64) (Loaded,
 			(SELECT min(step) FROM checkpoints WHERE thread_id = ?1))
 		ORDER BY step`, threadID, step)
 	if err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
 	}
-	out := Loaded{Head: head}
+	out := checkpoint.Loaded{Head: head}
 	for rows.Next() {
-		cp := Checkpoint{ThreadID: threadID}
+		cp := checkpoint.Checkpoint{ThreadID: threadID}
 		var (
 			writers                sql.NullString
 			hasD, hasS, hasN, hasM bool
@@ -451,48 +407,48 @@ func (s *SQLite) Load(ctx context.Context, threadID string, step int64) (Loaded,
 		)
 		if err := rows.Scan(&cp.Step, &cp.Source, &writers, &cp.Deltas, &hasD, &cp.Snapshot, &hasS, &cp.Next, &hasN, &cp.Meta, &hasM, &at); err != nil {
 			_ = rows.Close()
-			return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+			return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
 		}
 		cp.Deltas, cp.Snapshot, cp.Next, cp.Meta = unblob(cp.Deltas, hasD), unblob(cp.Snapshot, hasS), unblob(cp.Next, hasN), unblob(cp.Meta, hasM)
 		cp.CreatedAt = fromMicros(at)
 		if cp.Writers, err = decodeWriters(writers); err != nil {
 			_ = rows.Close()
-			return Loaded{}, &DecodeError{ThreadID: threadID, Step: cp.Step, Err: err}
+			return checkpoint.Loaded{}, &checkpoint.DecodeError{ThreadID: threadID, Step: cp.Step, Err: err}
 		}
 		out.Chain = append(out.Chain, cp)
 	}
 	if err := rows.Err(); err != nil {
-		return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+		return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
 	}
 	if len(out.Chain) == 0 || out.Chain[len(out.Chain)-1].Step != step {
-		return Loaded{}, ErrNotFound
+		return checkpoint.Loaded{}, checkpoint.ErrNotFound
 	}
 	if step == head {
 		rows, err := tx.QueryContext(ctx, `SELECT step, task_id, kind, payload, payload IS NOT NULL FROM writes
 			WHERE thread_id = ? AND step = ? ORDER BY seq`, threadID, head+1)
 		if err != nil {
-			return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+			return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
 		}
 		defer func() { _ = rows.Close() }()
 		for rows.Next() {
-			w := Write{ThreadID: threadID}
+			w := checkpoint.Write{ThreadID: threadID}
 			var kind string
 			var has bool
 			if err := rows.Scan(&w.Step, &w.TaskID, &kind, &w.Payload, &has); err != nil {
-				return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+				return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
 			}
-			w.Kind, w.Payload = WriteKind(kind), unblob(w.Payload, has)
+			w.Kind, w.Payload = checkpoint.WriteKind(kind), unblob(w.Payload, has)
 			out.Writes = append(out.Writes, w)
 		}
 		if err := rows.Err(); err != nil {
-			return Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
+			return checkpoint.Loaded{}, fmt.Errorf("load %s: %w", threadID, err)
 		}
 	}
 	return out, nil
 }
 
-// List implements Saver.
-func (s *SQLite) List(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+// List implements checkpoint.Saver.
+func (s *Driver) List(ctx context.Context, threadID string, limit int) ([]checkpoint.Checkpoint, error) {
 	if limit <= 0 {
 		limit = -1
 	}
@@ -502,9 +458,9 @@ func (s *SQLite) List(ctx context.Context, threadID string, limit int) ([]Checkp
 		return nil, fmt.Errorf("list %s: %w", threadID, err)
 	}
 	defer func() { _ = rows.Close() }()
-	var out []Checkpoint
+	var out []checkpoint.Checkpoint
 	for rows.Next() {
-		cp := Checkpoint{ThreadID: threadID}
+		cp := checkpoint.Checkpoint{ThreadID: threadID}
 		var (
 			writers sql.NullString
 			hasM    bool
@@ -515,7 +471,7 @@ func (s *SQLite) List(ctx context.Context, threadID string, limit int) ([]Checkp
 		}
 		cp.Meta, cp.CreatedAt = unblob(cp.Meta, hasM), fromMicros(at)
 		if cp.Writers, err = decodeWriters(writers); err != nil {
-			return nil, &DecodeError{ThreadID: threadID, Step: cp.Step, Err: err}
+			return nil, &checkpoint.DecodeError{ThreadID: threadID, Step: cp.Step, Err: err}
 		}
 		out = append(out, cp)
 	}
@@ -526,7 +482,7 @@ func (s *SQLite) List(ctx context.Context, threadID string, limit int) ([]Checkp
 		var one int
 		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE thread_id = ?`, threadID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ErrNotFound
+			return nil, checkpoint.ErrNotFound
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", threadID, err)
@@ -535,18 +491,18 @@ func (s *SQLite) List(ctx context.Context, threadID string, limit int) ([]Checkp
 	return out, nil
 }
 
-// Threads implements Saver.
-func (s *SQLite) Threads(ctx context.Context) ([]ThreadInfo, error) {
+// Threads implements checkpoint.Saver.
+func (s *Driver) Threads(ctx context.Context) ([]checkpoint.ThreadInfo, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT thread_id, head, lease_holder, created_at, updated_at FROM threads
 		ORDER BY updated_at DESC, thread_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list threads: %w", err)
 	}
 	defer func() { _ = rows.Close() }()
-	out := []ThreadInfo{}
+	out := []checkpoint.ThreadInfo{}
 	for rows.Next() {
 		var (
-			info     ThreadInfo
+			info     checkpoint.ThreadInfo
 			holder   sql.NullString
 			cat, uat int64
 		)
@@ -562,8 +518,8 @@ func (s *SQLite) Threads(ctx context.Context) ([]ThreadInfo, error) {
 	return out, nil
 }
 
-// Prune implements Saver.
-func (s *SQLite) Prune(ctx context.Context, lease Lease, keepFrom int64, snapshot []byte) error {
+// Prune implements checkpoint.Saver.
+func (s *Driver) Prune(ctx context.Context, lease checkpoint.Lease, keepFrom int64, snapshot []byte) error {
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		if _, err := checkLease(ctx, tx, lease); err != nil {
 			return err
@@ -576,7 +532,7 @@ func (s *SQLite) Prune(ctx context.Context, lease Lease, keepFrom int64, snapsho
 		if n, err := r.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return ErrNotFound
+			return checkpoint.ErrNotFound
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread_id = ? AND step < ?`, lease.ThreadID, keepFrom); err != nil {
 			return err
@@ -588,8 +544,8 @@ func (s *SQLite) Prune(ctx context.Context, lease Lease, keepFrom int64, snapsho
 
 // writeTx runs fn in an IMMEDIATE transaction on the write connection and
 // commits it when fn returns nil. Errors other than the package's sentinels
-// and *BusyError are wrapped with the saver's name.
-func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// and *checkpoint.BusyError are wrapped with the saver's name.
+func (s *Driver) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if err := s.checkFile(); err != nil {
 		return err
 	}
@@ -599,7 +555,7 @@ func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return wrapStoreErr("sqlite", err)
+		return checkpoint.WrapStoreError("sqlite", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: commit: %w", err)
@@ -607,28 +563,28 @@ func (s *SQLite) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return nil
 }
 
-// checkFile fails with a *ReplacedError when the file at the saver's path
+// checkFile fails with a *checkpoint.ReplacedError when the file at the saver's path
 // is no longer the one it opened.
-func (s *SQLite) checkFile() error {
+func (s *Driver) checkFile() error {
 	if s.ident == nil {
 		return nil
 	}
 	fi, err := os.Stat(s.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return &ReplacedError{Path: s.path, Deleted: true}
+		return &checkpoint.ReplacedError{Path: s.path, Deleted: true}
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: stat %s: %w", s.path, err)
 	}
 	if !os.SameFile(fi, s.ident) {
-		return &ReplacedError{Path: s.path}
+		return &checkpoint.ReplacedError{Path: s.path}
 	}
 	return nil
 }
 
-// CheckFile fails with a *ReplacedError when the database file was deleted
+// CheckFile fails with a *checkpoint.ReplacedError when the database file was deleted
 // or replaced since the saver opened it. Every write checks it first.
-func (s *SQLite) CheckFile() error { return s.checkFile() }
+func (s *Driver) CheckFile() error { return s.checkFile() }
 
 // storeNow reads the store's clock, in microseconds: the clock of the
 // machine the file is on, the same for every process that opens it.
@@ -638,15 +594,14 @@ func storeNow(ctx context.Context, tx *sql.Tx) (int64, error) {
 	return us, err
 }
 
-// wrapStoreErr leaves the contract's errors as they are and names the
-// store in any other.
-func wrapStoreErr(store string, err error) error {
-	var busy *BusyError
-	switch {
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrLeaseLost), errors.Is(err, ErrConflict), errors.As(err, &busy):
-		return err
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
+// Path returns the file path of a SQLite database URL: it strips a
+// sqlite:// (so sqlite:///abs/path is /abs/path), sqlite:, file:// or
+// file: prefix.
+func Path(dbURL string) string {
+	for _, p := range []string{"sqlite://", "sqlite:", "file://", "file:"} {
+		if len(dbURL) >= len(p) && strings.EqualFold(dbURL[:len(p)], p) {
+			return dbURL[len(p):]
+		}
 	}
-	return fmt.Errorf("%s: %w", store, err)
+	return dbURL
 }

@@ -1,4 +1,4 @@
-package checkpoint_test
+package store_test
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/store/sqlite"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // BenchmarkPut measures synchronous Puts of ~300-byte checkpoints, one
@@ -15,11 +17,8 @@ import (
 // as puts/s.
 func BenchmarkPut(b *testing.B) {
 	savers := map[string]func(testing.TB) checkpoint.Saver{
-		"memory":   func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewMemory(tb) },
-		"sqlite":   func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewSQLite(tb) },
-		"postgres": func(tb testing.TB) checkpoint.Saver { return checkpointtest.NewPostgres(tb) },
 		"sqlite_full": func(tb testing.TB) checkpoint.Saver {
-			s, err := checkpoint.NewSQLite(tb.Context(), filepath.Join(tb.TempDir(), "full.db"), &checkpoint.SQLiteOpts{Synchronous: "FULL"})
+			s, err := sqlite.Open(tb.Context(), filepath.Join(tb.TempDir(), "full.db"), &sqlite.Opts{Synchronous: "FULL"})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -27,9 +26,14 @@ func BenchmarkPut(b *testing.B) {
 			return s
 		},
 	}
-	for _, name := range append(checkpointtest.SaverNames, "sqlite_full") {
+	for _, name := range append(storetest.DriverNames, "sqlite_full") {
 		b.Run(name, func(b *testing.B) {
-			s := savers[name](b)
+			var s checkpoint.Saver
+			if open, ok := savers[name]; ok {
+				s = open(b)
+			} else {
+				s = storetest.New(b, name)
+			}
 			ctx := b.Context()
 			lease, err := s.Acquire(ctx, "bench", "bench", checkpointtest.T0, time.Hour)
 			if err != nil {
