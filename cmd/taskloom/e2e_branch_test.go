@@ -63,6 +63,7 @@ func statusTargetBranch(t *testing.T, dir, id string, db []string) string {
 // checked out integrates into the branch it started on; the checked-out
 // branch is left alone.
 func TestE2EResumeIntegratesIntoRecordedBranch(t *testing.T) {
+	skipShort(t)
 	forEachStore(t, func(t *testing.T, db []string) {
 		dir := exampleRepo(t, nil, nil)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -101,6 +102,7 @@ func TestE2EResumeIntegratesIntoRecordedBranch(t *testing.T) {
 // heads, stays stopped on a plain resume, and with --accept-head redoes the
 // attempt on the branch as the user left it.
 func TestE2EMidRunResetIsNotUndone(t *testing.T) {
+	skipShort(t)
 	forEachStore(t, func(t *testing.T, db []string) {
 		dir := exampleRepo(t, func(c map[string]any) { c["parallel_workers"] = 1 }, nil)
 		start := headOf(t, dir, "main")
@@ -160,6 +162,7 @@ func TestE2EMidRunResetIsNotUndone(t *testing.T) {
 // A second run on a repo and branch where a run is live exits 1 naming the
 // live run, and leaves it alone.
 func TestE2EOneLiveRunPerBranch(t *testing.T) {
+	skipShort(t)
 	forEachStore(t, func(t *testing.T, db []string) {
 		dir := exampleRepo(t, nil, nil)
 		live, release := make(chan struct{}), make(chan struct{})

@@ -69,6 +69,7 @@ echo pwned > ../../taskloom.db; rm -f ../../taskloom.db; echo pwned > /tmp/taskl
 }
 
 func TestE2EHostileWorkers(t *testing.T) {
+	skipShort(t)
 	if proc.Probe().Landlock == 0 {
 		skipOrFail(t, "the sandbox needs Linux with Landlock: "+proc.Probe().String())
 	}
@@ -261,6 +262,7 @@ func skipOrFail(t *testing.T, why string) {
 // histories, the exports, the store or the output, and main stays the
 // user's.
 func TestE2EHostileAgent(t *testing.T) {
+	skipShort(t)
 	if proc.Probe().Landlock == 0 {
 		skipOrFail(t, "the sandbox needs Linux with Landlock: "+proc.Probe().String())
 	}

@@ -135,6 +135,7 @@ func (r *providerRun) keysWhereAllowed(t *testing.T, outputs ...string) {
 // attempt, every failed request is retried byte for byte, and status
 // reports the usage the server reported.
 func TestE2EProvidersUnderFaults(t *testing.T) {
+	skipShort(t)
 	for _, spec := range []string{"anthropic:claude-sonnet-4-5", "openai:gpt-4o"} {
 		t.Run(spec, func(t *testing.T) {
 			var requests atomic.Int64
@@ -217,6 +218,7 @@ func TestE2EProvidersUnderFaults(t *testing.T) {
 // llm.max_retries pauses the task for review (exit 3, reason provider)
 // without counting an attempt; once it is back, resume completes the run.
 func TestE2EProviderDownPausesForReview(t *testing.T) {
+	skipShort(t)
 	for _, spec := range []string{"anthropic:claude-sonnet-4-5", "openai:gpt-4o"} {
 		t.Run(spec, func(t *testing.T) {
 			var down atomic.Bool

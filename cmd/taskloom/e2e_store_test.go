@@ -142,6 +142,7 @@ const unreachableNotice = "store unreachable ("
 // the server comes back when it does; the run completes, each task
 // integrated once.
 func TestE2EStoreRestartMidRun(t *testing.T) {
+	skipShort(t)
 	srv := checkpointtest.StartPostgres(t)
 	dir := commandRepo(t, nil)
 	stderr := &watchWriter{substr: unreachableNotice, fn: srv.Start}
@@ -185,6 +186,7 @@ func TestE2EStoreRestartMidRun(t *testing.T) {
 // and once the server is back, resume finishes it, each task integrated
 // once.
 func TestE2EStoreRetryExhausted(t *testing.T) {
+	skipShort(t)
 	srv := checkpointtest.StartPostgres(t)
 	dir := commandRepo(t, func(c map[string]any) { c["database"] = map[string]any{"retry_for": "2s"} })
 	atPoint(t, "integrate:after", 1, srv.Stop)
@@ -214,6 +216,7 @@ func TestE2EStoreRetryExhausted(t *testing.T) {
 // rewritten behind the run's back) after a task was integrated: the run
 // stops with exit 1 naming the lost lease, and never reports completed.
 func TestE2ELeaseLost(t *testing.T) {
+	skipShort(t)
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			dir := commandRepo(t, nil)
@@ -259,6 +262,7 @@ func steal(t *testing.T, db, holder string) {
 // status and resume of the damaged one exit 1 naming it and the
 // checkpoint.
 func TestE2ECorruptCheckpoint(t *testing.T) {
+	skipShort(t)
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "shared.db")
@@ -331,6 +335,7 @@ func corrupt(t *testing.T, db, runID string) int64 {
 // another database, after a task was integrated: the run stops at its next
 // checkpoint with exit 1 naming the file, and never reports completed.
 func TestE2ESQLiteFileGone(t *testing.T) {
+	skipShort(t)
 	for _, replace := range []bool{false, true} {
 		t.Run(map[bool]string{false: "deleted", true: "replaced"}[replace], func(t *testing.T) {
 			dir := commandRepo(t, nil)

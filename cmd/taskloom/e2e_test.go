@@ -80,6 +80,23 @@ func taskloom(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// skipShort skips a long end-to-end test under go test -short, the quick
+// loop. The longest ones, which drive the built binary, are in test/e2e.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a long end-to-end test; go test -short skips it")
+	}
+}
+
+// longE2E is skipShort for a test that also runs in parallel with the
+// others: it sets no environment variable and no pointFunc.
+func longE2E(t *testing.T) {
+	t.Helper()
+	skipShort(t)
+	t.Parallel()
+}
+
 // storeArgs returns the --db flag of a store kind.
 func storeArgs(t *testing.T, kind string) []string {
 	if kind == "postgres" {
@@ -141,6 +158,7 @@ func sortedKeys(m map[string][]string) []string {
 }
 
 func TestE2EPipeline(t *testing.T) {
+	longE2E(t)
 	for _, kind := range []string{"sqlite", "postgres"} {
 		for _, workers := range []int{2, 3} {
 			t.Run(kind+"/workers="+itoa(workers), func(t *testing.T) {
@@ -200,6 +218,7 @@ func openTestSession(t *testing.T, dir, dbURL string) *session {
 }
 
 func TestE2EMaxAttemptsReview(t *testing.T) {
+	longE2E(t)
 	// With one attempt, T2's failing first try is escalated.
 	fixedT2 := func(s *llm.Script) {
 		var fixed llm.Conversation
@@ -274,6 +293,7 @@ func TestE2EMaxAttemptsReview(t *testing.T) {
 }
 
 func TestE2ECycleEscalates(t *testing.T) {
+	longE2E(t)
 	forEachStore(t, testE2ECycleEscalates)
 }
 
@@ -325,6 +345,7 @@ func testE2ECycleEscalates(t *testing.T, db []string) {
 }
 
 func TestE2EMalformedToolCallRetried(t *testing.T) {
+	longE2E(t)
 	forEachStore(t, testE2EMalformedToolCallRetried)
 }
 
@@ -375,6 +396,7 @@ func newStatusLikeCmd() *cobra.Command {
 // Build verification finds the newer one, reverts it and retries it; its
 // second try passes and main builds.
 func TestE2EBuildVerificationRevertsCulprit(t *testing.T) {
+	longE2E(t)
 	dir := t.TempDir()
 	write := func(name, content string) {
 		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
@@ -447,6 +469,7 @@ func TestE2EBuildVerificationRevertsCulprit(t *testing.T) {
 // errors. The key reaches the provider, and never the output, the
 // checkpoints or the histories.
 func TestE2EAPIKeyNeverStored(t *testing.T) {
+	skipShort(t)
 	const key = "sk-test-5ecretKeyThatMustNotLeak0123456789"
 	// An openai-compatible server gets a key only from llm.api_key_env.
 	t.Setenv("MY_COMPATIBLE_KEY", key)
@@ -491,6 +514,7 @@ func TestE2EAPIKeyNeverStored(t *testing.T) {
 // TestE2ECommandWorker runs the pipeline with an external agent CLI (a
 // shell script), alone and in a Ralph loop.
 func TestE2ECommandWorker(t *testing.T) {
+	skipShort(t)
 	for _, tc := range []struct {
 		name  string
 		ralph bool

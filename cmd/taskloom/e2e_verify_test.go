@@ -23,6 +23,7 @@ import (
 // search; it reverts T3 alone and retries it with the failure, which names
 // T1. T2 and T4 stay integrated once.
 func TestE2EBisectionFindsBothClashingTasks(t *testing.T) {
+	longE2E(t)
 	forEachStore(t, testE2EBisection)
 }
 
@@ -104,6 +105,7 @@ func testE2EBisection(t *testing.T, db []string) {
 // start fails each task's attempt, which escalates when out of attempts;
 // the run stops for review (exit 3), not with an error.
 func TestE2ETestsThatCannotRunFailTheAttempt(t *testing.T) {
+	longE2E(t)
 	forEachStore(t, func(t *testing.T, db []string) {
 		dir := exampleRepo(t, func(c map[string]any) {
 			c["max_attempts"] = 1

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 import (
 	"bufio"
@@ -25,7 +25,8 @@ import (
 )
 
 // These tests kill the taskloom binary with a real SIGKILL at named points
-// of the pipeline (TASKLOOM_CRASH_AT, see crashFunc), resume the run, and
+// of the pipeline (TASKLOOM_CRASH_AT, see crashFunc in cmd/taskloom),
+// resume the run, and
 // check that the result is the one of an uninterrupted run: the same tree on
 // main, each task integrated exactly once, no worktree left behind, and the
 // example's tests passing on main. They run the bundled textkit example
@@ -75,6 +76,7 @@ func TestKillResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the kill -9 end-to-end tests run the whole pipeline many times; skipped with -short")
 	}
+	t.Parallel()
 	bin := killBuild(t)
 	ref := killReference(t, bin)
 
@@ -430,13 +432,12 @@ func killGit(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-// killBuild builds the taskloom binary into the test's temporary folder.
+// killBuild returns the taskloom binary, built once for the package's
+// tests.
 func killBuild(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "taskloom")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin, err := buildCLI()
+	require.NoError(t, err)
 	return bin
 }
 

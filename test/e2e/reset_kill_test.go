@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package e2e
 
 import (
 	"fmt"
@@ -22,6 +22,7 @@ func TestKillResetResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the kill -9 end-to-end tests run the whole pipeline many times; skipped with -short")
 	}
+	t.Parallel()
 	bin := killBuild(t)
 	ref := killReference(t, bin)
 	for _, store := range []string{"sqlite", "postgres"} {
