@@ -113,6 +113,7 @@ func (c *conv) execCall(ctx context.Context, call llms.ToolCall, turnFailed bool
 		}
 	}
 
+	report(ctx, Activity{Tool: name, Summary: callSummary(name, rel, a)})
 	var out callOutcome
 	switch name {
 	case ToolReadFile:

@@ -147,6 +147,7 @@ func (c *conv) turn(ctx context.Context) (*ending, error) {
 	c.rec.Meta.Usage.Add(u)
 	c.budget.used.Add(u)
 	c.rec.Meta.Turns++
+	report(ctx, Activity{Tool: "model", Summary: fmt.Sprintf("turn %d", c.rec.Meta.Turns), Usage: u})
 	req := c.say(SayAPIRequest, fmt.Sprintf("turn %d: %d messages, ~%d tokens", c.rec.Meta.Turns, len(msgs), estIn))
 	req.Tokens = &u
 

@@ -159,7 +159,7 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 			if waited >= minReportedPacing {
-				t.report(WaitInfo{Reason: why, Wait: waited})
+				t.report(ctx, WaitInfo{Reason: why, Wait: waited})
 			}
 		}
 		resp, f := t.try(ctx, req, body, info)
@@ -184,18 +184,30 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// sharing the limiter holds back.
 			t.opts.Limiter.Pause(wait)
 		}
-		t.report(WaitInfo{Reason: f.kind, Wait: wait, Retry: n + 1, Status: f.status})
+		t.report(ctx, WaitInfo{Reason: f.kind, Wait: wait, Retry: n + 1, Status: f.status})
 		if err := t.opts.SleepFunc(ctx, wait); err != nil {
 			return nil, err
 		}
 	}
 }
 
-func (t *guardTransport) report(w WaitInfo) {
+func (t *guardTransport) report(ctx context.Context, w WaitInfo) {
+	w.Provider = t.opts.Provider
 	if t.opts.WaitFunc != nil {
-		w.Provider = t.opts.Provider
 		t.opts.WaitFunc(w)
 	}
+	if f, ok := ctx.Value(waitKey{}).(func(WaitInfo)); ok && f != nil {
+		f(w)
+	}
+}
+
+type waitKey struct{}
+
+// WithWaitFunc returns a context whose model calls also tell f of each
+// wait for the provider (as Opts.WaitFunc hears of every call's): a caller
+// learns which of its calls waits.
+func WithWaitFunc(ctx context.Context, f func(WaitInfo)) context.Context {
+	return context.WithValue(ctx, waitKey{}, f)
 }
 
 // try sends body once under the request timeout.

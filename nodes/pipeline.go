@@ -392,9 +392,9 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		// A reviewer's notes are in the task's implementation notes,
 		// which the prompt shows.
 		PreviousError: task.Error, Restart: !resumed}
-	wctx, cancel := ctx, context.CancelFunc(func() {})
+	wctx, cancel := watch(ctx, id, attempt), context.CancelFunc(func() {})
 	if p.WorkerTimeout > 0 {
-		wctx, cancel = context.WithTimeoutCause(ctx, p.WorkerTimeout, errWorkerTimeout)
+		wctx, cancel = context.WithTimeoutCause(wctx, p.WorkerTimeout, errWorkerTimeout)
 	}
 	out, werr := p.Worker.Implement(wctx, job)
 	timedOut := errors.Is(context.Cause(wctx), errWorkerTimeout)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -159,18 +160,56 @@ func StatusOf(res graph.Result[State], err error) string {
 		// The store went away, or another process took the run over: the
 		// run stopped where its last checkpoint is and can be resumed.
 		return RunInterrupted
+	case errors.Is(err, context.Canceled):
+		// Stopped by the user (Ctrl-C, SIGTERM): the step cut short is
+		// not checkpointed, so it runs again, as the same attempt, when
+		// the run resumes.
+		return RunInterrupted
 	case err != nil:
 		return RunFailed
 	case res.Status == graph.StatusInterrupted:
-		return RunInterrupted
+		return RunPaused
 	case res.Status == graph.StatusDone:
 		switch res.State.Outcome.Get() {
 		case OutcomeCompleted:
-			return RunCompleted
+			return completedStatus(res.State)
 		case OutcomeAborted:
 			return RunAborted
 		}
 		return RunFailed
 	}
 	return RunRunning
+}
+
+// completedStatus tells a run that has nothing left to do apart: completed
+// when every task completed, partial when some were skipped or blocked
+// (SPEC §1, exit code 5), failed when one failed.
+func completedStatus(s State) string {
+	status := RunCompleted
+	for _, t := range s.Tasks.Values() {
+		switch t.Status {
+		case planner.StatusFailed:
+			return RunFailed
+		case planner.StatusSkipped, planner.StatusBlocked, planner.StatusPending:
+			status = RunPartial
+		}
+	}
+	return status
+}
+
+// ExitCode is the process exit code of a run that ended, paused or stopped
+// with status (SPEC §1): 0 completed, 3 paused for review, 4 failed or
+// aborted, 5 partial, 130 interrupted.
+func ExitCode(status string) int {
+	switch status {
+	case RunCompleted:
+		return 0
+	case RunPaused:
+		return 3
+	case RunPartial:
+		return 5
+	case RunInterrupted:
+		return 130
+	}
+	return 4
 }

@@ -18,13 +18,15 @@ import (
 // Run statuses (SPEC §4, status --json).
 const (
 	RunRunning     = "running"
-	RunInterrupted = "interrupted"
+	RunInterrupted = "interrupted" // stopped (Ctrl-C, a lost store); resumable
+	RunPaused      = "paused"      // waiting for a human review
 	RunCompleted   = "completed"
+	RunPartial     = "partial" // ended with tasks skipped or blocked
 	RunFailed      = "failed"
 	RunAborted     = "aborted"
 )
 
-var runStatuses = []string{RunRunning, RunInterrupted, RunCompleted, RunFailed, RunAborted}
+var runStatuses = []string{RunRunning, RunInterrupted, RunPaused, RunCompleted, RunPartial, RunFailed, RunAborted}
 
 var (
 	// ErrRunNotFound means the store holds no such run.

@@ -105,7 +105,7 @@ func TestStoreRuns(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "/a", got.Repo, "a refused CreateRun must not change the stored run")
 
-		require.ErrorContains(t, s.CreateRun(ctx, nodes.Run{ID: "bad", Status: "paused"}), `got "paused"`)
+		require.ErrorContains(t, s.CreateRun(ctx, nodes.Run{ID: "bad", Status: "sleeping"}), `got "sleeping"`)
 		require.ErrorContains(t, s.CreateRun(ctx, nodes.Run{ID: "bad", Meta: json.RawMessage(`{`)}), "meta is not valid JSON")
 		require.Error(t, s.CreateRun(ctx, nodes.Run{}))
 		_, err = s.Run(ctx, "bad")

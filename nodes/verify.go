@@ -43,6 +43,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 			if errs[i] != nil || rec.Question != "" || rec.ProviderError != "" || rec.Error != "" {
 				return
 			}
+			report(ctx, Activity{TaskID: id, Attempt: rec.Attempt, Tool: ActivityTests, Summary: "running tests"})
 			v, err := verify.Run(ctx, wts[i].Path, spec, p.VerifyOpts)
 			if err != nil {
 				errs[i] = err

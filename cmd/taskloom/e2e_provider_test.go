@@ -239,7 +239,7 @@ func TestE2EProviderDownPausesForReview(t *testing.T) {
 			for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
 				var ev map[string]any
 				require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
-				if ev["kind"] == "run_start" {
+				if ev["type"] == "run_started" {
 					id, _ = ev["run_id"].(string)
 				}
 				if ev["type"] == "provider_wait" {

@@ -286,7 +286,7 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 			require.Equal(t, "taskloom: run "+runID+" has no pending escalation: its review decisions are recorded; continue it with taskloom resume "+runID+"\n", errOut)
 
 			code, out, errOut = reviewCLI(t, strings.NewReader(""), "resume", runID, "--repo", repo)
-			require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			require.Equal(t, exitPartial, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			res = reviewState(t, repo, dbURL, runID)
 			require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
 			require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T1").Status)
@@ -296,7 +296,7 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 
 			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
 			require.Equal(t, exitError, code)
-			require.Equal(t, "taskloom: run "+runID+" is not waiting for a review (it is completed); nothing to decide\n", errOut)
+			require.Equal(t, "taskloom: run "+runID+" is not waiting for a review (it is partial); nothing to decide\n", errOut)
 		})
 	}
 }
@@ -355,7 +355,7 @@ func TestReviewFlagsTwoEscalations(t *testing.T) {
 	require.Equal(t, []string{"T1"}, pending)
 
 	code, out, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T1", "--action", "skip", "--resume")
-	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Equal(t, exitPartial, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	res := reviewState(t, repo, "", runID)
 	require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
 	require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T1").Status)
@@ -424,7 +424,7 @@ func TestReviewInteractive(t *testing.T) {
 	require.Empty(t, pending)
 
 	code, out, errOut = reviewCLI(t, strings.NewReader(""), "resume", runID, "--repo", repo)
-	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Equal(t, exitPartial, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	res := reviewState(t, repo, "", runID)
 	require.Equal(t, planner.StatusCompleted, taskStatus(t, res, "T1").Status)
 	require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T2").Status)

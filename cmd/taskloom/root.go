@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -15,14 +18,16 @@ import (
 
 // Exit codes, as SPEC §1 fixes them.
 const (
-	exitOK     = 0
-	exitError  = 1
-	exitUsage  = 2
-	exitReview = 3
-	exitFailed = 4
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitReview      = 3
+	exitFailed      = 4
+	exitPartial     = 5
+	exitInterrupted = 130
 )
 
-// exitError carries an exit code other than 1 out of a command.
+// exitCodeError carries an exit code other than 1 out of a command.
 type exitCodeError struct {
 	code int
 	err  error
@@ -83,14 +88,39 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(exitUsage, err)
 	})
+	// An unknown command and wrong arguments are usage errors (exit 2),
+	// typed as such rather than recognised by their words.
+	root.Args = cobra.ArbitraryArgs
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return usageError("unknown command %q for \"taskloom\"; see taskloom --help", args[0])
+	}
 	for _, c := range commands {
-		root.AddCommand(c(a))
+		sub := c(a)
+		if check := sub.Args; check != nil {
+			sub.Args = func(cmd *cobra.Command, args []string) error {
+				if err := check(cmd, args); err != nil {
+					return withCode(exitUsage, err)
+				}
+				return nil
+			}
+		}
+		root.AddCommand(sub)
 	}
 	return root
 }
 
 // Execute runs the CLI with args and returns the process exit code.
-func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// A panic is one line on stderr naming a crash file that holds its stack.
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(stderr, "taskloom: internal error: %v; %s\n", p, writeCrash(p, debug.Stack()))
+			code = exitError
+		}
+	}()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(args)
@@ -98,12 +128,10 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err == nil {
 		return exitOK
 	}
-	code := exitError
+	code = exitError
 	var ce *exitCodeError
 	if errors.As(err, &ce) {
 		code = ce.code
-	} else if strings.HasPrefix(err.Error(), "unknown command") || strings.Contains(err.Error(), "accepts ") {
-		code = exitUsage
 	}
 	var decode *checkpoint.DecodeError
 	var fault *faultError
@@ -143,4 +171,19 @@ func runIDRunE(a *app, o runIDOpts, runID *string) func(*cobra.Command, []string
 func addStoreFlags(f *pflag.FlagSet, repo *string) {
 	f.StringVar(repo, "repo", ".", "the git repo whose store holds the run")
 	f.String("db", "", "store URL: postgres://… or a SQLite path (default: <repo>/.taskloom/taskloom.db)")
+}
+
+// writeCrash writes a panic and its stack to a crash file and says where
+// it is, for a bug report.
+func writeCrash(p any, stack []byte) string {
+	dir := filepath.Join(os.TempDir(), "taskloom-crashes")
+	path := filepath.Join(dir, "crash-"+time.Now().UTC().Format("20060102T150405.000000000")+".txt")
+	body := fmt.Sprintf("taskloom %s\npanic: %v\n\n%s", versionString(), p, stack)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "the crash report could not be written: " + err.Error()
+	}
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		return "the crash report could not be written: " + err.Error()
+	}
+	return "crash report: " + path + " (please attach it to a bug report)"
 }

@@ -100,14 +100,14 @@ func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) erro
 	}
 	defer unlock()
 	metaJSON, _ := json.Marshal(meta)
-	pr := newProgress(w, o.JSON, runID)
-	pr.model = meta.Model
-	wait := pr.providerWait
+	v := newView(w, o.JSON, runID, meta)
+	wait := v.ProviderWait
 	s.waits.Store(&wait)
-	pr.start(product, s.repo, p.Repo.MainBranch(), meta)
+	v.Started(product, s.repo, p.Repo.MainBranch(), false)
 	warnSandbox(cmd.ErrOrStderr())
-	res, err := s.runner(p).Start(ctx, nodes.Run{ID: runID, ProductPath: product, Repo: s.repo, Meta: metaJSON}, &graph.RunOpts{EventFunc: pr.event})
-	return pr.finish(res, err)
+	ctx, opts := watched(ctx, v)
+	res, err := s.runner(p).Start(ctx, nodes.Run{ID: runID, ProductPath: product, Repo: s.repo, Meta: metaJSON}, opts)
+	return finishRun(v, runID, res, err)
 }
 
 // resumeOpts are the options of taskloom resume.
@@ -205,11 +205,10 @@ func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID string
 		return err
 	}
 	defer unlock()
-	pr := newProgress(w, how.JSON, run.ID)
-	pr.model = meta.Model
-	wait := pr.providerWait
+	v := newView(w, how.JSON, run.ID, meta)
+	wait := v.ProviderWait
 	s.waits.Store(&wait)
-	pr.resume(p.Repo.MainBranch())
+	v.Started("", "", p.Repo.MainBranch(), true)
 	warnSandbox(cmd.ErrOrStderr())
 	runner := s.runner(p)
 	if how.AcceptHead {
@@ -225,11 +224,12 @@ func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID string
 	}
 	if g, err := runner.Runnable(); err == nil {
 		if st, err := g.State(ctx, run.ID, -1); err == nil {
-			pr.seed(st.State.Tasks.Values())
+			v.Seed(st.State)
 		}
 	}
-	res, err := runner.Resume(ctx, run.ID, &graph.RunOpts{EventFunc: pr.event})
-	return pr.finish(res, busyMessage(run.ID, err))
+	ctx, opts := watched(ctx, v)
+	res, err := runner.Resume(ctx, run.ID, opts)
+	return finishRun(v, run.ID, res, busyMessage(run.ID, err))
 }
 
 // forkRun starts a new run from a checkpoint of run.

@@ -53,17 +53,18 @@ func newStatusCmd(a *app) *cobra.Command {
 
 // statusReport is the object status --json prints (SPEC §4).
 type statusReport struct {
-	RunID          string             `json:"run_id"`
-	Status         string             `json:"status"`
-	TargetBranch   string             `json:"target_branch"`
-	Tasks          scheduler.Summary  `json:"tasks"`
-	CurrentTaskIDs []string           `json:"current_task_ids"`
-	Escalations    []nodes.Escalation `json:"escalations"`
+	RunID          string               `json:"run_id"`
+	Status         string               `json:"status"`
+	TargetBranch   string               `json:"target_branch"`
+	Tasks          scheduler.Summary    `json:"tasks"`
+	CurrentTaskIDs []string             `json:"current_task_ids"`
+	Workers        []nodes.WorkerStatus `json:"workers"`
+	Escalations    []nodes.Escalation   `json:"escalations"`
 	// NoChange lists the completed tasks whose attempt changed nothing.
 	NoChange []string `json:"no_change"`
 	// Usage is what the run's model calls used so far.
-	Usage usageReport `json:"usage"`
-	run   nodes.Run   // the registry entry
+	Usage nodes.UsageReport `json:"usage"`
+	run   nodes.Run         // the registry entry
 	head  graph.Result[nodes.State]
 }
 
@@ -136,6 +137,7 @@ func buildStatus(run nodes.Run, head graph.Result[nodes.State]) statusReport {
 		Status:         run.Status,
 		Tasks:          scheduler.Summarize(tasks),
 		CurrentTaskIDs: currentTaskIDs(st),
+		Workers:        nodes.Workers(head),
 		Escalations:    []nodes.Escalation{},
 		NoChange:       append([]string{}, nodes.NoChangeTasks(st)...),
 		run:            run,
@@ -147,7 +149,7 @@ func buildStatus(run nodes.Run, head graph.Result[nodes.State]) statusReport {
 	if rep.TargetBranch == "" {
 		rep.TargetBranch = meta.TargetBranch
 	}
-	rep.Usage = newUsageReport(nodes.RunUsage(st), meta.Model)
+	rep.Usage = nodes.NewUsageReport(nodes.RunUsage(st), meta.Model)
 	// The pending interrupts are the escalations a human must still answer;
 	// without them (answered, or not raised yet), the state's list.
 	for _, in := range head.Interrupts {
@@ -246,8 +248,10 @@ func printStatus(w io.Writer, rep statusReport) {
 		fmt.Fprintf(w, "no_change: %s (completed without changes: the tests passed on what was already there)\n", strings.Join(rep.NoChange, ", "))
 	}
 	switch {
-	case rep.Status == nodes.RunInterrupted || len(rep.head.Interrupts) > 0:
+	case rep.Status == nodes.RunPaused || len(rep.head.Interrupts) > 0:
 		fmt.Fprintf(w, "next: review the escalations with taskloom review %s, then taskloom resume %s\n", rep.RunID, rep.RunID)
+	case rep.Status == nodes.RunInterrupted:
+		fmt.Fprintf(w, "next: taskloom resume %s\n", rep.RunID)
 	case rep.Status == nodes.RunRunning && len(rep.head.Next) > 0:
 		fmt.Fprintf(w, "next step: %s\n", strings.Join(dedupe(rep.head.Next), ", "))
 	}

@@ -166,13 +166,14 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	code, out, errOut := r.cli(t, "status", done, "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st := statusJSON(t, out)
-	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations", "no_change", "usage"}, keysOf(st))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "workers", "escalations", "no_change", "usage"}, keysOf(st))
 	require.Equal(t, done, st["run_id"])
 	require.Equal(t, "main", st["target_branch"])
 	require.Equal(t, "completed", st["status"])
 	require.Equal(t, map[string]any{"total": 2.0, "pending": 0.0, "in_progress": 0.0, "completed": 2.0,
 		"failed": 0.0, "blocked": 0.0, "skipped": 0.0, "progress": "100%"}, st["tasks"])
 	require.Equal(t, []any{}, st["current_task_ids"])
+	require.Equal(t, []any{}, st["workers"], "no worker runs a task of a finished run")
 	require.Equal(t, []any{}, st["escalations"])
 	usage, _ := st["usage"].(map[string]any)
 	require.ElementsMatch(t, []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "estimated"}, keysOf(usage))
@@ -272,9 +273,9 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	code, out, errOut = r.cli(t, "status", "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st = statusJSON(t, out)
-	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "escalations", "no_change", "usage"}, keysOf(st))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "workers", "escalations", "no_change", "usage"}, keysOf(st))
 	require.Equal(t, esc, st["run_id"])
-	require.Equal(t, "interrupted", st["status"])
+	require.Equal(t, "paused", st["status"])
 	require.Equal(t, map[string]any{"total": 1.0, "pending": 0.0, "in_progress": 0.0, "completed": 0.0,
 		"failed": 1.0, "blocked": 0.0, "skipped": 0.0, "progress": "0%"}, st["tasks"])
 	escs, ok := st["escalations"].([]any)
@@ -288,7 +289,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 
 	code, out, errOut = r.cli(t, "status")
 	require.Equal(t, exitOK, code, errOut)
-	require.Contains(t, out, "run "+esc+": interrupted\n")
+	require.Contains(t, out, "run "+esc+": paused\n")
 	require.Regexp(t, `(?m)^escalations:\n  E1\s+max_attempts\s+\S.*e\.txt`, out)
 	require.Contains(t, out, "taskloom review "+esc)
 
@@ -299,7 +300,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rows), out)
 	require.Len(t, rows, 2)
 	require.Equal(t, esc, rows[0]["run_id"])
-	require.Equal(t, "interrupted", rows[0]["status"])
+	require.Equal(t, "paused", rows[0]["status"])
 	require.Equal(t, "0%", rows[0]["progress"])
 	require.Equal(t, filepath.Join(r.dir, "PRODUCT_esc.md"), rows[0]["product"])
 	require.Equal(t, done, rows[1]["run_id"])
@@ -311,7 +312,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	require.Regexp(t, `^ID\s+PRODUCT\s+STATUS\s+STARTED\s+PROGRESS$`, lines[0])
-	require.Regexp(t, `^`+regexp.QuoteMeta(esc)+`\s+PRODUCT_esc\.md\s+interrupted\s+\S+ \S+\s+0% \(0/1\)$`, lines[1])
+	require.Regexp(t, `^`+regexp.QuoteMeta(esc)+`\s+PRODUCT_esc\.md\s+paused\s+\S+ \S+\s+0% \(0/1\)$`, lines[1])
 	require.Regexp(t, `^`+regexp.QuoteMeta(done)+`\s+PRODUCT\.md\s+completed\s+\S+ \S+\s+100% \(2/2\)$`, lines[2])
 
 	// An unknown run: one line naming the run and the store.

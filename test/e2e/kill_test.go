@@ -157,10 +157,9 @@ func killConcurrentResumes(t *testing.T, bin, db string, ref killRef) {
 			aLines.Write(sc.Bytes())
 			aLines.WriteByte('\n')
 			var ev struct {
-				Kind string `json:"kind"`
-				Node string `json:"node"`
+				Type string `json:"type"`
 			}
-			if !signaled && json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Kind == "node_start" && strings.HasPrefix(ev.Node, "implement") {
+			if !signaled && json.Unmarshal(sc.Bytes(), &ev) == nil && (ev.Type == "task_started" || ev.Type == "worker_activity") {
 				signaled = true
 				close(working)
 			}

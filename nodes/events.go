@@ -1,0 +1,347 @@
+package nodes
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/planner"
+)
+
+// Types of RunEvent (SPEC §1, run --json).
+const (
+	EventRunStarted     = "run_started"
+	EventPlanReady      = "plan_ready"
+	EventTaskStarted    = "task_started"
+	EventWorkerActivity = "worker_activity"
+	EventProviderWait   = "provider_wait"
+	EventTaskVerified   = "task_verified"
+	EventTaskIntegrated = "task_integrated"
+	EventTaskEscalated  = "task_escalated"
+	EventUsage          = "usage"
+	EventRunFinished    = "run_finished"
+)
+
+// RunEvent is something that happened to a run's tasks, as a script
+// follows it: run --json prints one per line. Which fields a type carries
+// is SPEC §1's; MarshalJSON writes those and no others.
+type RunEvent struct {
+	TS    time.Time
+	RunID string
+	Type  string
+
+	TargetBranch string        // run_started
+	Workers      int           // run_started
+	Tasks        []PlannedTask // plan_ready
+	Warnings     []string      // plan_ready
+	TaskID       string
+	Attempt      int
+	Worker       int    // task_started: the worker's slot, from 1
+	Tool         string // worker_activity
+	Summary      string // worker_activity
+	Reason       string // provider_wait, task_escalated
+	Seconds      float64
+	Passed       bool   // task_verified
+	Error        string // task_verified
+	Commit       string // task_integrated
+	Usage        UsageReport
+	Status       string // run_finished
+	ExitCode     int    // run_finished
+}
+
+// PlannedTask is a task as plan_ready lists it.
+type PlannedTask struct {
+	ID           string   `json:"id"`
+	Title        string   `json:"title"`
+	Dependencies []string `json:"dependencies"`
+	Minutes      float64  `json:"estimated_minutes"`
+}
+
+// MarshalJSON writes ts, run_id, type and the fields of the event's type.
+func (e RunEvent) MarshalJSON() ([]byte, error) {
+	m := map[string]any{"ts": e.TS.UTC().Format(time.RFC3339Nano), "run_id": e.RunID, "type": e.Type}
+	switch e.Type {
+	case EventRunStarted:
+		m["target_branch"], m["workers"] = e.TargetBranch, e.Workers
+	case EventPlanReady:
+		m["tasks"], m["warnings"] = nonNil(e.Tasks), nonNil(e.Warnings)
+	case EventTaskStarted:
+		m["task_id"], m["attempt"], m["worker"] = e.TaskID, e.Attempt, e.Worker
+	case EventWorkerActivity:
+		m["task_id"], m["attempt"], m["tool"], m["summary"] = e.TaskID, e.Attempt, e.Tool, e.Summary
+	case EventProviderWait:
+		m["reason"], m["seconds"] = e.Reason, e.Seconds
+	case EventTaskVerified:
+		m["task_id"], m["attempt"], m["passed"], m["error"] = e.TaskID, e.Attempt, e.Passed, e.Error
+	case EventTaskIntegrated:
+		m["task_id"], m["attempt"], m["commit"] = e.TaskID, e.Attempt, e.Commit
+	case EventTaskEscalated:
+		m["task_id"], m["reason"] = e.TaskID, e.Reason
+	case EventUsage:
+		m["usage"] = e.Usage
+	case EventRunFinished:
+		m["status"], m["exit_code"] = e.Status, e.ExitCode
+	}
+	return json.Marshal(m)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// Tracker follows a run through its graph events and turns them into
+// RunEvents. It keeps the tasks as the run last showed them and which
+// worker slot each running task holds. It is not safe for concurrent use.
+type Tracker struct {
+	RunID string
+	// NowFunc reads the clock; nil means time.Now.
+	NowFunc func() time.Time
+
+	tasks    map[string]planner.Task
+	order    []string
+	attempts map[string]int       // the last attempt recorded, by task
+	slots    []string             // the task each worker slot runs; "" is free
+	since    map[string]time.Time // when each running task started
+	running  map[string]int       // the attempt each running task runs
+}
+
+func (t *Tracker) now() time.Time {
+	if t.NowFunc != nil {
+		return t.NowFunc()
+	}
+	return time.Now()
+}
+
+// Event returns a new event of the run, of type typ, timed now.
+func (t *Tracker) Event(typ string) RunEvent {
+	return RunEvent{TS: t.now(), RunID: t.RunID, Type: typ}
+}
+
+func (t *Tracker) init() {
+	if t.tasks == nil {
+		t.tasks, t.attempts, t.since, t.running = map[string]planner.Task{}, map[string]int{}, map[string]time.Time{}, map[string]int{}
+	}
+}
+
+// Seed starts from a stored state (a resumed run): tasks in progress get
+// their slots again and a task_started event each.
+func (t *Tracker) Seed(s State) []RunEvent {
+	t.init()
+	for _, a := range s.Attempts.Values() {
+		t.attempts[a.TaskID] = max(t.attempts[a.TaskID], a.Attempt)
+	}
+	var out []RunEvent
+	for _, task := range s.Tasks.Values() {
+		out = append(out, t.put(task, CurrentAttempt(s, task.ID))...)
+	}
+	return out
+}
+
+// Graph turns one graph event into RunEvents.
+func (t *Tracker) Graph(e graph.Event) []RunEvent {
+	t.init()
+	var out []RunEvent
+	switch e.Kind {
+	case graph.EventUpdate:
+		u, ok := e.Update.(State)
+		if !ok {
+			return nil
+		}
+		for _, a := range u.Attempts.Values() {
+			t.attempts[a.TaskID] = max(t.attempts[a.TaskID], a.Attempt)
+			out = append(out, t.attempt(e.Node, a)...)
+		}
+		planned := e.Node == NodeBreakdown && u.Tasks.Len() > 0
+		for _, task := range u.Tasks.Values() {
+			out = append(out, t.put(task, t.attempts[task.ID]+1)...)
+		}
+		if planned {
+			ev := t.Event(EventPlanReady)
+			for _, id := range t.order {
+				task := t.tasks[id]
+				ev.Tasks = append(ev.Tasks, PlannedTask{ID: id, Title: task.Title, Dependencies: nonNil(task.Dependencies), Minutes: task.EstimatedMinutes})
+			}
+			ev.Warnings = u.Warnings.Get()
+			out = append([]RunEvent{ev}, out...)
+		}
+		for _, esc := range u.Escalations.Get() {
+			ev := t.Event(EventTaskEscalated)
+			ev.TaskID, ev.Reason = esc.TaskID, esc.Reason
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// attempt reports what an attempt record written by node says: verified,
+// integrated.
+func (t *Tracker) attempt(node string, a Attempt) []RunEvent {
+	switch node {
+	case NodeVerify, NodeVerifyParallel:
+		if a.Question != "" || a.ProviderError != "" {
+			return nil
+		}
+		ev := t.Event(EventTaskVerified)
+		ev.TaskID, ev.Attempt, ev.Passed = a.TaskID, a.Attempt, a.Verified && a.Error == ""
+		if !ev.Passed {
+			ev.Error = firstLine(a.Error)
+			if ev.Error == "" && a.Tests != nil {
+				ev.Error = firstLine(a.Tests.ErrorContext(400))
+			}
+		}
+		return []RunEvent{ev}
+	case NodeIntegrate:
+		if a.Integrated == "" {
+			return nil
+		}
+		ev := t.Event(EventTaskIntegrated)
+		ev.TaskID, ev.Attempt, ev.Commit = a.TaskID, a.Attempt, a.Integrated
+		return []RunEvent{ev}
+	}
+	return nil
+}
+
+// put records a task's new state; a task that starts, with attempt, takes
+// a free worker slot, one that stops gives it back.
+func (t *Tracker) put(task planner.Task, attempt int) []RunEvent {
+	old, seen := t.tasks[task.ID]
+	if !seen {
+		t.order = append(t.order, task.ID)
+	}
+	t.tasks[task.ID] = task
+	running := task.Status == planner.StatusInProgress
+	if seen && old.Status == task.Status && (running == (t.slot(task.ID) > 0)) {
+		return nil
+	}
+	if !running {
+		if i := t.slot(task.ID); i > 0 {
+			t.slots[i-1] = ""
+			delete(t.since, task.ID)
+			delete(t.running, task.ID)
+		}
+		return nil
+	}
+	if t.slot(task.ID) > 0 {
+		return nil
+	}
+	i := t.slot("")
+	if i == 0 {
+		t.slots = append(t.slots, "")
+		i = len(t.slots)
+	}
+	t.slots[i-1] = task.ID
+	t.since[task.ID] = t.now()
+	t.running[task.ID] = attempt
+	ev := t.Event(EventTaskStarted)
+	ev.TaskID, ev.Attempt, ev.Worker = task.ID, t.running[task.ID], i
+	return []RunEvent{ev}
+}
+
+// slot returns the 1-based worker slot running id, 0 if none.
+func (t *Tracker) slot(id string) int {
+	for i, s := range t.slots {
+		if s == id {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// Task returns a task as the run last showed it.
+func (t *Tracker) Task(id string) (planner.Task, bool) {
+	task, ok := t.tasks[id]
+	return task, ok
+}
+
+// Tasks returns the tasks in the order the run showed them.
+func (t *Tracker) Tasks() []planner.Task {
+	out := make([]planner.Task, 0, len(t.order))
+	for _, id := range t.order {
+		out = append(out, t.tasks[id])
+	}
+	return out
+}
+
+// Slot is a worker slot and the task it runs.
+type Slot struct {
+	Worker  int
+	TaskID  string // "" when idle
+	Attempt int
+	Since   time.Time
+}
+
+// Slots returns the worker slots in order.
+func (t *Tracker) Slots() []Slot {
+	out := make([]Slot, len(t.slots))
+	for i, id := range t.slots {
+		out[i] = Slot{Worker: i + 1, TaskID: id}
+		if id != "" {
+			out[i].Attempt, out[i].Since = t.running[id], t.since[id]
+		}
+	}
+	return out
+}
+
+// Workers returns a state's running tasks as status --json shows them:
+// one per worker, in the order of the selected batch. The activity is what
+// the checkpoints say: the node each attempt is in.
+func Workers(res graph.Result[State]) []WorkerStatus {
+	st := res.State
+	out := []WorkerStatus{}
+	started := map[string]time.Time{}
+	for _, en := range st.Log.Items() {
+		if en.TaskID != "" {
+			if task, ok := st.Tasks.Get(en.TaskID); ok && task.Status == planner.StatusInProgress {
+				if _, seen := started[en.TaskID]; !seen || isStartEntry(en) {
+					started[en.TaskID] = en.Time
+				}
+			}
+		}
+	}
+	activity := "implementing"
+	for _, n := range res.Next {
+		switch n {
+		case NodeVerify, NodeVerifyParallel:
+			activity = "running tests"
+		case NodeIntegrate:
+			activity = "integrating"
+		}
+	}
+	ids := []string{}
+	for _, id := range st.Batch.Get() {
+		if task, ok := st.Tasks.Get(id); ok && task.Status == planner.StatusInProgress {
+			ids = append(ids, id)
+		}
+	}
+	for _, task := range st.Tasks.Values() {
+		if task.Status == planner.StatusInProgress && !slices.Contains(ids, task.ID) {
+			ids = append(ids, task.ID)
+		}
+	}
+	for i, id := range ids {
+		w := WorkerStatus{Worker: i + 1, TaskID: id, Attempt: CurrentAttempt(st, id), Activity: activity}
+		if t, ok := started[id]; ok {
+			w.Since = &t
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func isStartEntry(en Entry) bool {
+	return strings.HasPrefix(en.Text, "started ")
+}
+
+// WorkerStatus is one entry of status --json's workers (SPEC §4).
+type WorkerStatus struct {
+	Worker   int        `json:"worker"`
+	TaskID   string     `json:"task_id"`
+	Attempt  int        `json:"attempt"`
+	Since    *time.Time `json:"since"`
+	Activity string     `json:"activity"`
+}

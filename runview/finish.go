@@ -1,0 +1,59 @@
+package runview
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/scheduler"
+)
+
+// Finish stops the live view and says how the call ended: with JSON the
+// usage and run_finished events; else what happened to every task, the
+// usage and cost, and what to do next. With status interrupted, the last
+// line is the command that resumes the run. An empty status means the run
+// never started (it has no state).
+func (v *View) Finish(res graph.Result[nodes.State], status string, exitCode int) {
+	if v.live != nil {
+		v.live.stop()
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	usage := nodes.NewUsageReport(nodes.RunUsage(res.State), v.opts.Model)
+	if v.opts.JSON {
+		ev := v.tr.Event(nodes.EventUsage)
+		ev.Usage = usage
+		fin := v.tr.Event(nodes.EventRunFinished)
+		fin.Status, fin.ExitCode = status, exitCode
+		v.emit(ev, fin)
+		return
+	}
+	id := v.opts.RunID
+	sum := scheduler.Summarize(res.State.Tasks.Values())
+	if status == "" {
+		status = "-"
+	}
+	v.println(fmt.Sprintf("run %s: %s (%s: %d of %d tasks completed)", id, status, sum.Progress, sum.Completed, sum.Total))
+	fates := nodes.Fates(res.State)
+	idWidth := 0
+	for _, f := range fates {
+		idWidth = max(idWidth, len(f.TaskID))
+	}
+	for _, f := range fates {
+		v.println(fmt.Sprintf("  %-*s  %s", idWidth, f.TaskID, f))
+	}
+	v.println("usage: " + usage.String())
+	if ids := nodes.NoChangeTasks(res.State); len(ids) > 0 {
+		v.println(fmt.Sprintf("no_change: true for %s (completed: the tests passed, but the worker changed nothing)", strings.Join(ids, ", ")))
+	}
+	switch status {
+	case nodes.RunPaused:
+		v.println(fmt.Sprintf("paused for human review: taskloom review %s, then taskloom resume %s", id, id))
+	case nodes.RunPartial:
+		v.println(fmt.Sprintf("ended partial: %d skipped, %d blocked; the rest is done", sum.Skipped, sum.Blocked))
+	case nodes.RunInterrupted:
+		v.println("stopped; the attempt cut short does not count against max_attempts. Resume with:")
+		v.println("taskloom resume " + id)
+	}
+}
