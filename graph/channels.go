@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"reflect"
+	"slices"
 	"strconv"
+	"unsafe"
 )
 
 // A channel is one field of a graph's state together with its reducer. The
@@ -27,6 +30,11 @@ type channel interface {
 	// locate returns the path of the first value below the channel that
 	// cannot be serialized, or "".
 	locate(prefix string) string
+	// mergeAt merges the update at u into the channel at dst, when the
+	// update writes it; both point to channels of the receiver's type. It
+	// serves the runtime's merges without building an interface value per
+	// field, and may be called on a nil receiver.
+	mergeAt(dst, u unsafe.Pointer)
 }
 
 // Value is a state field that a write replaces. The zero Value is unset.
@@ -57,6 +65,13 @@ func (c *Value[T]) UnmarshalJSON(b []byte) error {
 }
 
 func (c *Value[T]) written() bool { return c.set }
+
+func (*Value[T]) mergeAt(dst, u unsafe.Pointer) {
+	if o := (*Value[T])(u); o.set {
+		d := (*Value[T])(dst)
+		d.v, d.set = o.v, true
+	}
+}
 
 func (c *Value[T]) merge(u channel) {
 	o := u.(*Value[T])
@@ -125,6 +140,12 @@ func (c *Append[T]) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &c.
 
 func (c *Append[T]) written() bool { return len(c.items) > 0 }
 
+func (*Append[T]) mergeAt(dst, u unsafe.Pointer) {
+	if o := (*Append[T])(u); len(o.items) > 0 {
+		(*Append[T])(dst).merge(o)
+	}
+}
+
 func (c *Append[T]) merge(u channel) {
 	c.items = append(c.items, u.(*Append[T]).items...)
 }
@@ -165,11 +186,20 @@ func (c *Append[T]) locate(prefix string) string {
 // entries replace the state's entries of the same keys and new keys are
 // added at the end. Keys keep their insertion order. A checkpoint stores
 // only the entries an update wrote.
+//
+// Entries sit in two parallel slices in key order, so that reading them in
+// order (All, Values) touches no map; a small index from key to position,
+// built once the collection outgrows a linear scan, serves Get.
 type Keyed[V any] struct {
 	keys []string
-	m    map[string]V
-	del  []string // keys an update deletes
+	vals []V
+	idx  map[string]int // position by key; nil while len(keys) <= keyedScanMax
+	del  []string       // keys an update deletes
 }
+
+// keyedScanMax is the size up to which Keyed finds keys by a linear scan
+// instead of an index: an update usually holds one entry or a few.
+const keyedScanMax = 8
 
 // K returns a Keyed holding the given keys and values, in order, for
 // building inputs. keyOf gives each value's key.
@@ -181,10 +211,29 @@ func K[V any](keyOf func(V) string, values ...V) Keyed[V] {
 	return c
 }
 
+// find returns the position of key, or -1.
+func (c *Keyed[V]) find(key string) int {
+	if c.idx != nil {
+		if i, ok := c.idx[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range c.keys {
+		if k == key {
+			return i
+		}
+	}
+	return -1
+}
+
 // Get returns the value at key.
 func (c Keyed[V]) Get(key string) (V, bool) {
-	v, ok := c.m[key]
-	return v, ok
+	if i := c.find(key); i >= 0 {
+		return c.vals[i], true
+	}
+	var zero V
+	return zero, false
 }
 
 // Len returns the number of entries.
@@ -194,28 +243,50 @@ func (c Keyed[V]) Len() int { return len(c.keys) }
 func (c Keyed[V]) Keys() []string { return c.keys }
 
 // Values returns the values in key order.
-func (c Keyed[V]) Values() []V {
-	out := make([]V, len(c.keys))
-	for i, k := range c.keys {
-		out[i] = c.m[k]
+func (c Keyed[V]) Values() []V { return slices.Clone(c.vals) }
+
+// All returns an iterator over the keys and values in key order. It reads
+// no index: prefer it to Keys and Get for a scan.
+func (c Keyed[V]) All() iter.Seq2[string, V] {
+	return func(yield func(string, V) bool) {
+		for i, k := range c.keys {
+			if !yield(k, c.vals[i]) {
+				return
+			}
+		}
 	}
-	return out
 }
 
 // Put sets key to v in an update.
 func (c *Keyed[V]) Put(key string, v V) {
-	if c.m == nil {
-		c.m = make(map[string]V)
-	}
-	if _, ok := c.m[key]; !ok {
+	if i := c.find(key); i >= 0 {
+		c.vals[i] = v
+	} else {
 		c.keys = append(c.keys, key)
+		c.vals = append(c.vals, v)
+		if c.idx != nil {
+			c.idx[key] = len(c.keys) - 1
+		} else if len(c.keys) > keyedScanMax {
+			c.reindex(0)
+		}
 	}
-	c.m[key] = v
 	for i, d := range c.del {
 		if d == key {
 			c.del = append(c.del[:i], c.del[i+1:]...)
 			break
 		}
+	}
+}
+
+// reindex sets the index of the keys from position from on, creating the
+// index when there is none.
+func (c *Keyed[V]) reindex(from int) {
+	if c.idx == nil {
+		c.idx = make(map[string]int, len(c.keys))
+		from = 0
+	}
+	for i := from; i < len(c.keys); i++ {
+		c.idx[c.keys[i]] = i
 	}
 }
 
@@ -226,15 +297,15 @@ func (c *Keyed[V]) Delete(key string) {
 }
 
 func (c *Keyed[V]) remove(key string) {
-	if _, ok := c.m[key]; !ok {
+	i := c.find(key)
+	if i < 0 {
 		return
 	}
-	delete(c.m, key)
-	for i, k := range c.keys {
-		if k == key {
-			c.keys = append(c.keys[:i], c.keys[i+1:]...)
-			break
-		}
+	c.keys = slices.Delete(c.keys, i, i+1)
+	c.vals = slices.Delete(c.vals, i, i+1)
+	if c.idx != nil {
+		delete(c.idx, key)
+		c.reindex(i)
 	}
 }
 
@@ -256,7 +327,7 @@ func (c *Keyed[V]) appendEntries(buf []byte) ([]byte, error) {
 		buf = strconv.AppendQuote(buf, k)
 		buf = append(buf, ':')
 		var err error
-		if buf, err = appendJSON(buf, c.m[k]); err != nil {
+		if buf, err = appendJSON(buf, c.vals[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -291,13 +362,19 @@ func (c *Keyed[V]) putEntries(data []byte) error {
 
 func (c *Keyed[V]) written() bool { return len(c.keys) > 0 || len(c.del) > 0 }
 
+func (*Keyed[V]) mergeAt(dst, u unsafe.Pointer) {
+	if o := (*Keyed[V])(u); o.written() {
+		(*Keyed[V])(dst).merge(o)
+	}
+}
+
 func (c *Keyed[V]) merge(u channel) {
 	o := u.(*Keyed[V])
 	for _, k := range o.del {
 		c.remove(k)
 	}
-	for _, k := range o.keys {
-		c.Put(k, o.m[k])
+	for i, k := range o.keys {
+		c.Put(k, o.vals[i])
 	}
 	if c.del != nil {
 		// A state never carries deletions; an accumulated update does.
@@ -349,9 +426,8 @@ func (c *Keyed[V]) setFull(data []byte) error {
 }
 
 func (c *Keyed[V]) locate(prefix string) string {
-	for _, k := range c.keys {
-		v := c.m[k]
-		if p := locateValue(reflect.ValueOf(&v).Elem(), prefix+"["+strconv.Quote(k)+"]"); p != "" {
+	for i, k := range c.keys {
+		if p := locateValue(reflect.ValueOf(&c.vals[i]).Elem(), prefix+"["+strconv.Quote(k)+"]"); p != "" {
 			return p
 		}
 	}

@@ -57,6 +57,7 @@ type Graph[S any] struct {
 
 type node[S any] struct {
 	name  string
+	id0   string // the task ID of the node's first task in a step
 	run   func(ctx context.Context, s S, in *taskInput) (S, error)
 	opts  NodeOpts
 	input reflect.Type // nil for plain nodes
@@ -124,6 +125,7 @@ func (g *Graph[S]) addNode(n *node[S]) error {
 			return g.fail("node %q: %v", n.name, err)
 		}
 	}
+	n.id0 = taskID(n.name, 0)
 	g.nodes[n.name] = n
 	g.order = append(g.order, n.name)
 	return nil

@@ -111,7 +111,7 @@ func (r *Runnable[S]) UpdateState(ctx context.Context, threadID, asNode string, 
 	r.sc.merge(&t.state, &update)
 	next := t.next
 	if asNode != "" {
-		if next, err = t.route(ctx, asNode); err != nil {
+		if next, err = t.route(ctx, asNode, nil); err != nil {
 			return -1, err
 		}
 	}

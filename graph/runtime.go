@@ -208,6 +208,14 @@ type thread[S any] struct {
 	sinceSnapshot int
 	snapshotSize  int
 
+	// Buffers the steps reuse: the results of a step, the tasks of the
+	// step after it, and the scratch and context of a lone task.
+	results  []taskResult[S]
+	nextBuf  []taskSpec
+	loneSc   *scratch
+	loneCtx  context.Context
+	loneBase context.Context
+
 	pending   chan error // async durability: the write in flight
 	stopRenew func()
 	// lost is set when the renewal found the lease lost: there is nothing
@@ -577,7 +585,7 @@ func (t *thread[S]) invoke(ctx context.Context, input S, opts *RunOpts) (Result[
 		}
 	}
 	r.sc.merge(&t.state, &input)
-	next, err := t.route(ctx, START)
+	next, err := t.route(ctx, START, nil)
 	if err != nil {
 		return t.result(), err
 	}
@@ -696,9 +704,9 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // route computes the tasks that follow a node, from its static edges and
 // its router, on the current state.
-func (t *thread[S]) route(ctx context.Context, from string) ([]taskSpec, error) {
+// The tasks are appended to out.
+func (t *thread[S]) route(ctx context.Context, from string, out []taskSpec) ([]taskSpec, error) {
 	g := t.r.g
-	var out []taskSpec
 	for _, to := range g.edges[from] {
 		if to != END {
 			out = append(out, taskSpec{Node: to})
@@ -793,10 +801,14 @@ func (t *thread[S]) loop(ctx context.Context, opts *RunOpts) (Result[S], error) 
 func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 	r := t.r
 	step := t.head + 1
-	start := r.clock.Now()
-	t.emit(Event{Kind: EventStepStart, Step: step, Time: start})
-	results := make([]taskResult[S], len(t.next))
-	var toRun []int
+	var start time.Time
+	if t.events != nil {
+		start = r.clock.Now()
+		t.emit(Event{Kind: EventStepStart, Step: step, Time: start})
+	}
+	results := t.stepResults(len(t.next))
+	var toRunBuf [4]int
+	toRun := toRunBuf[:0]
 	for i := range t.next {
 		if enc, ok := t.doneUpdates[i]; ok {
 			results[i] = taskResult[S]{encoded: enc}
@@ -820,11 +832,11 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 	// tasks or may stop: then a failing sibling or a crash loses nothing.
 	record := r.saver != nil && len(t.next) > 1
 	if len(toRun) == 1 {
-		t.runTask(ctx, step, toRun[0], &results[toRun[0]], record)
+		t.runTask(ctx, step, toRun[0], &results[toRun[0]], record, true)
 	} else {
 		var wg sync.WaitGroup
 		for _, i := range toRun {
-			wg.Go(func() { t.runTask(ctx, step, i, &results[i], record) })
+			wg.Go(func() { t.runTask(ctx, step, i, &results[i], record, false) })
 		}
 		wg.Wait()
 	}
@@ -881,27 +893,28 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 			return true, fmt.Errorf("thread %s step %d: %w", t.id, step, err)
 		}
 	}
-	var next []taskSpec
-	seen := map[string]bool{}
-	writers := make([]string, len(t.next))
-	for i, ts := range t.next {
-		writers[i] = ts.Node
-		succ, err := t.route(ctx, ts.Node)
-		if err != nil {
+	// next is built in the spare buffer: t.next stays readable meanwhile.
+	next := t.nextBuf[:0]
+	for _, ts := range t.next {
+		n := len(next)
+		if next, err = t.route(ctx, ts.Node, next); err != nil {
 			t.emit(Event{Kind: EventError, Step: step, Node: ts.Node, Err: err})
 			return true, err
 		}
-		for _, s := range succ {
-			if !s.send {
-				if seen[s.Node] {
-					continue
-				}
-				seen[s.Node] = true
+		// A node reached by several edges runs once; sends all run.
+		kept := next[:n]
+		for _, s := range next[n:] {
+			if s.send || !slices.ContainsFunc(kept, func(k taskSpec) bool { return !k.send && k.Node == s.Node }) {
+				kept = append(kept, s)
 			}
-			next = append(next, s)
 		}
+		next = kept
 	}
 	if r.saver != nil {
+		writers := make([]string, len(t.next))
+		for i, ts := range t.next {
+			writers[i] = ts.Node
+		}
 		cp := checkpoint.Checkpoint{Step: step, Source: "loop", Writers: writers, CreatedAt: r.clock.Now()}
 		if cp.Deltas, err = t.encodeDeltas(results); err != nil {
 			return true, err
@@ -921,10 +934,24 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 		}
 	}
 	t.head = step
-	t.next = next
+	t.next, t.nextBuf = next, t.next[:0]
 	t.doneUpdates, t.interrupts, t.resume = nil, nil, nil
-	t.emit(Event{Kind: EventStepEnd, Step: step, Duration: r.clock.Now().Sub(start)})
+	clear(results) // let go of the updates
+	if t.events != nil {
+		t.emit(Event{Kind: EventStepEnd, Step: step, Duration: r.clock.Now().Sub(start)})
+	}
 	return false, nil
+}
+
+// stepResults returns a zeroed results slice of length n, reusing the
+// thread's buffer.
+func (t *thread[S]) stepResults(n int) []taskResult[S] {
+	if cap(t.results) < n {
+		t.results = make([]taskResult[S], n)
+	}
+	t.results = t.results[:n]
+	clear(t.results)
+	return t.results
 }
 
 func (t *thread[S]) encodeDeltas(results []taskResult[S]) ([]byte, error) {
@@ -997,29 +1024,58 @@ func (t *thread[S]) recordInterrupts(ctx context.Context, step int64, idx int, i
 	return nil
 }
 
-// runTask runs one task with its retry policy and fills res.
-func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskResult[S], record bool) {
+// taskContext returns the context and the scratch a task runs with. A
+// task that runs alone in its step reuses the thread's.
+func (t *thread[S]) taskContext(ctx context.Context, lone bool, step int64, node, taskID string) (context.Context, *scratch) {
+	if !lone {
+		sc := &scratch{step: step, node: node, taskID: taskID, resume: t.resume}
+		return context.WithValue(ctx, scratchKey{}, sc), sc
+	}
+	if t.loneSc == nil {
+		t.loneSc = new(scratch)
+	}
+	if t.loneBase != ctx {
+		t.loneBase, t.loneCtx = ctx, context.WithValue(ctx, scratchKey{}, t.loneSc)
+	}
+	sc := t.loneSc
+	sc.step, sc.node, sc.taskID, sc.resume = step, node, taskID, t.resume
+	sc.next, sc.raised, sc.answers = 0, nil, 0
+	return t.loneCtx, sc
+}
+
+// runTask runs one task with its retry policy and fills res. lone says
+// that no other task runs meanwhile.
+func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskResult[S], record, lone bool) {
 	r := t.r
 	ts := t.next[idx]
-	id := taskID(ts.Node, idx)
 	n := r.g.nodes[ts.Node]
 	res.ran = true
 	if n == nil {
-		res.err = &NodeError{Node: ts.Node, TaskID: id, Step: step, Err: errors.New("unknown node")}
+		res.err = &NodeError{Node: ts.Node, TaskID: taskID(ts.Node, idx), Step: step, Err: errors.New("unknown node")}
 		return
+	}
+	id := n.id0
+	if idx != 0 {
+		id = taskID(ts.Node, idx)
 	}
 	var input *taskInput
 	if ts.live != nil || ts.Input != nil {
 		input = &taskInput{live: ts.live, raw: ts.Input}
 	}
 	policy := n.opts.Retry
+	events := t.events != nil
 	for attempt := 1; ; attempt++ {
-		sc := &scratch{step: step, node: ts.Node, taskID: id, resume: t.resume}
-		tctx := context.WithValue(ctx, scratchKey{}, sc)
-		t.emit(Event{Kind: EventNodeStart, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt})
-		begin := r.clock.Now()
+		tctx, sc := t.taskContext(ctx, lone, step, ts.Node, id)
+		var begin time.Time
+		if events {
+			t.emit(Event{Kind: EventNodeStart, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt})
+			begin = r.clock.Now()
+		}
 		update, err := callNode(tctx, n, t.state, input)
-		dur := r.clock.Now().Sub(begin)
+		var dur time.Duration
+		if events {
+			dur = r.clock.Now().Sub(begin)
+		}
 		if len(sc.raised) > 0 {
 			res.interrupts = sc.raised
 			t.emit(Event{Kind: EventNodeEnd, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt, Duration: dur})
@@ -1032,8 +1088,10 @@ func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskR
 		}
 		if err == nil {
 			res.update, res.live = update, true
-			t.emit(Event{Kind: EventNodeEnd, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt, Duration: dur})
-			t.emit(Event{Kind: EventUpdate, Step: step, Node: ts.Node, TaskID: id, Update: update})
+			if events {
+				t.emit(Event{Kind: EventNodeEnd, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt, Duration: dur})
+				t.emit(Event{Kind: EventUpdate, Step: step, Node: ts.Node, TaskID: id, Update: update})
+			}
 			if record {
 				enc, err := r.sc.encodeUpdate(nil, &res.update)
 				if err == nil {

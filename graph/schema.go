@@ -20,6 +20,7 @@ type field struct {
 	index  int
 	offset uintptr
 	typ    reflect.Type // the channel type (not a pointer)
+	ops    channel      // a nil pointer of the channel type, for mergeAt
 }
 
 // schema describes a state type S: its channels, found once by reflection.
@@ -53,7 +54,8 @@ func newSchema[S any]() (*schema[S], error) {
 			return nil, fmt.Errorf("graph: state field name %q is used twice", name)
 		}
 		s.byName[name] = len(s.fields)
-		s.fields = append(s.fields, field{name: name, goName: f.Name, index: i, offset: f.Offset, typ: f.Type})
+		ops := reflect.Zero(reflect.PointerTo(f.Type)).Interface().(channel)
+		s.fields = append(s.fields, field{name: name, goName: f.Name, index: i, offset: f.Offset, typ: f.Type, ops: ops})
 	}
 	return s, nil
 }
@@ -66,11 +68,10 @@ func (sc *schema[S]) ch(s *S, f *field) channel {
 
 // merge folds update u into s.
 func (sc *schema[S]) merge(s, u *S) {
+	ps, pu := unsafe.Pointer(s), unsafe.Pointer(u)
 	for i := range sc.fields {
 		f := &sc.fields[i]
-		if uc := sc.ch(u, f); uc.written() {
-			sc.ch(s, f).merge(uc)
-		}
+		f.ops.mergeAt(unsafe.Add(ps, f.offset), unsafe.Add(pu, f.offset))
 	}
 }
 

@@ -1,0 +1,155 @@
+// Command peers measures taskloom's graph runtime against langgraphgo and
+// eino, and against a plain Go loop, on the taskloop workload of
+// graph/graphtest, interleaved in one process.
+//
+// Each runtime is warmed, then measured in rounds: a round runs every
+// runtime once, in an order that rotates from round to round, each for
+// about -sample of wall time after a GC, with its inputs built and its
+// final state checked outside the timer. The table gives, per T, the
+// median steps/s over the rounds, their range, the allocations per step,
+// and the median over the rounds of each runtime's ratio to the best peer
+// and to the plain loop of the same round.
+//
+//	go -C bench/peers run . [-t 100,1000] [-rounds 7] [-sample 300ms]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	if err := run(os.Stdout, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(1)
+	}
+}
+
+// measurement is one runtime's sample in one round.
+type measurement struct {
+	stepsPerSec float64
+	allocs      float64 // per step
+}
+
+func run(w io.Writer, args []string) error {
+	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
+	sizes := fs.String("t", "100,1000", "comma-separated task counts T (a run is 3T super-steps)")
+	rounds := fs.Int("rounds", 7, "measured rounds")
+	sample := fs.Duration("sample", 300*time.Millisecond, "wall time of one runtime's sample in a round")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "taskloop, no saver: %s, GOMAXPROCS %d, %d rounds of %s per runtime\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), *rounds, *sample)
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-t: bad task count %q", f)
+		}
+		if err := compare(w, n, *rounds, *sample); err != nil {
+			return fmt.Errorf("T=%d: %w", n, err)
+		}
+	}
+	return nil
+}
+
+func compare(w io.Writer, n, rounds int, sample time.Duration) error {
+	rs, err := runners(n)
+	if err != nil {
+		return err
+	}
+	steps := 3 * n
+	for _, r := range rs {
+		for range 3 {
+			if _, err := measure(r, steps, 0); err != nil {
+				return fmt.Errorf("%s: %w", r.name, err)
+			}
+		}
+	}
+	got := make([][]measurement, len(rs))
+	for round := range rounds {
+		for k := range rs {
+			i := (round + k) % len(rs)
+			m, err := measure(rs[i], steps, sample)
+			if err != nil {
+				return fmt.Errorf("%s: %w", rs[i].name, err)
+			}
+			got[i] = append(got[i], m)
+		}
+	}
+	// The peers and the floor, by name, for the per-round ratios.
+	peers := []int{indexOf(rs, "langgraphgo"), indexOf(rs, "eino")}
+	plain := indexOf(rs, "plain Go loop")
+	ratio := func(i int, den func(round int) float64) float64 {
+		var rat []float64
+		for round := range rounds {
+			rat = append(rat, got[i][round].stepsPerSec/den(round))
+		}
+		return median(rat)
+	}
+	bestPeer := func(round int) float64 {
+		return max(got[peers[0]][round].stepsPerSec, got[peers[1]][round].stepsPerSec)
+	}
+	fmt.Fprintf(w, "\nT=%d (%d super-steps a run)\n", n, steps)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "runtime\tmedian steps/s\tmin\tmax\tallocs/step\t× best peer\t× plain loop\t")
+	for i, r := range rs {
+		var sps, allocs []float64
+		for _, m := range got[i] {
+			sps = append(sps, m.stepsPerSec)
+			allocs = append(allocs, m.allocs)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t\n", r.name, median(sps), slices.Min(sps), slices.Max(sps),
+			median(allocs), ratio(i, bestPeer), ratio(i, func(round int) float64 { return got[plain][round].stepsPerSec }))
+	}
+	return tw.Flush()
+}
+
+// measure runs r for about d of timed work (at least once), after a GC,
+// and checks every final state.
+func measure(r runner, steps int, d time.Duration) (measurement, error) {
+	runtime.GC()
+	var elapsed time.Duration
+	var runs int
+	var mallocs uint64
+	var ms runtime.MemStats
+	for runs == 0 || elapsed < d {
+		exec := r.prepare()
+		runtime.ReadMemStats(&ms)
+		before := ms.Mallocs
+		start := time.Now()
+		check, err := exec()
+		elapsed += time.Since(start)
+		runtime.ReadMemStats(&ms)
+		mallocs += ms.Mallocs - before
+		if err != nil {
+			return measurement{}, err
+		}
+		if err := check(); err != nil {
+			return measurement{}, fmt.Errorf("final state: %w", err)
+		}
+		runs++
+	}
+	total := float64(runs * steps)
+	return measurement{stepsPerSec: total / elapsed.Seconds(), allocs: float64(mallocs) / total}, nil
+}
+
+func indexOf(rs []runner, prefix string) int {
+	return slices.IndexFunc(rs, func(r runner) bool { return strings.HasPrefix(r.name, prefix) })
+}
+
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
