@@ -416,25 +416,13 @@ func testSummary(r verify.Verdict) string {
 	return strings.Join(parts, ", ")
 }
 
-// showCommand is the command that shows ref's whole diff in repo: git show
-// REF, with -C REPO unless repo is the current directory.
+// showCommand is the command that shows ref's whole diff in repo: git -C
+// REPO show REF, or git show REF when the repo is not known.
 func showCommand(repo, ref string) string {
-	if repo != "" {
-		if wd, err := os.Getwd(); err != nil || !sameDir(wd, repo) {
-			return fmt.Sprintf("git -C %s show %s", shellQuote(repo), ref)
-		}
+	if repo == "" {
+		return "git show " + ref
 	}
-	return "git show " + ref
-}
-
-// sameDir reports whether a and b name the same directory.
-func sameDir(a, b string) bool {
-	ia, err := os.Stat(a)
-	if err != nil {
-		return false
-	}
-	ib, err := os.Stat(b)
-	return err == nil && os.SameFile(ia, ib)
+	return fmt.Sprintf("git -C %s show %s", shellQuote(repo), ref)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

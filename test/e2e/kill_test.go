@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -72,13 +73,32 @@ var killCases = []killCase{
 // killTasks are the textkit plan's tasks after the auto-split.
 var killTasks = []string{"T1", "T2", "T3-a", "T3-b", "T4"}
 
-func TestKillResume(t *testing.T) {
+// killSetup starts a kill test: skipped with -short, in parallel with the
+// others, with the binary and the uninterrupted reference run, made once
+// for every test.
+func killSetup(t *testing.T) (string, killRef) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("the kill -9 end-to-end tests run the whole pipeline many times; skipped with -short")
 	}
 	t.Parallel()
 	bin := killBuild(t)
-	ref := killReference(t, bin)
+	refMu.Lock()
+	defer refMu.Unlock()
+	if refMade == nil {
+		ref := killReference(t, bin)
+		refMade = &ref
+	}
+	return bin, *refMade
+}
+
+var (
+	refMu   sync.Mutex
+	refMade *killRef
+)
+
+func TestKillResume(t *testing.T) {
+	bin, ref := killSetup(t)
 
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run("store="+store, func(t *testing.T) {

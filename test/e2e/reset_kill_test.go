@@ -19,12 +19,7 @@ import (
 // asked. resume --accept-head then takes main as it is and completes the
 // run, redoing T1 alone: the result is an uninterrupted run's.
 func TestKillResetResume(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the kill -9 end-to-end tests run the whole pipeline many times; skipped with -short")
-	}
-	t.Parallel()
-	bin := killBuild(t)
-	ref := killReference(t, bin)
+	bin, ref := killSetup(t)
 	for _, store := range []string{"sqlite", "postgres"} {
 		t.Run("store="+store, func(t *testing.T) {
 			t.Parallel()
