@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync/atomic"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -18,45 +20,90 @@ import (
 	"github.com/taskloom/taskloom/worktree"
 )
 
-// benchTasks is the number of independent tasks of a benchmark run.
-const benchTasks = 20
-
-// BenchmarkPipelineOverhead measures what the pipeline itself costs per
-// task: planning, selection, a worktree per attempt, the commit, the
-// checkpoints, the integration into main, the worktree's removal and the
-// final build verification. Its worker writes the task's one file and its
-// tests and build are "true". One iteration is a whole run of benchTasks
-// independent tasks on a new git repo.
+// BenchmarkPipelineOverhead measures what the pipeline costs per task, as
+// ../shared/bench/WORKLOAD.md says: a run of independent one-file tasks
+// with an instant worker, and verify and build commands that are "true",
+// against a minimal loop of raw git commands that does the same tasks
+// (worktree add -b, write, add, commit --trailer, merge --ff-only,
+// worktree remove, branch -d), interleaved in the same benchmark, each
+// going first in turn.
 //
-// ms/task leaves out the worker's time (measured around each call) and the
-// verify and build commands' time (each invocation's cost is estimated
-// from running "true" beforehand); raw-ms/task is the wall time of the run
-// divided by its tasks.
+//   - tasks=40: ms/task is the run's wall time per task, raw_ms/task the
+//     raw loop's, ratio_vs_raw the first over the second, git_calls/task the
+//     git subprocesses the run started per task.
+//   - tasks=300: how the cost grows with the repository: first10_ms/task
+//     and last10_ms/task are the mean time from one worker call to the
+//     next over the first and the last 10 tasks (raw_first10_ms/task and
+//     raw_last10_ms/task the raw loop's).
 func BenchmarkPipelineOverhead(b *testing.B) {
-	for _, store := range []string{"sqlite", "postgres"} {
-		b.Run("store="+store, func(b *testing.B) {
-			for _, workers := range []int{1, 2} {
-				b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-					benchPipeline(b, store, workers)
-				})
-			}
+	for _, c := range []struct{ tasks, workers int }{{40, 1}, {40, 4}, {300, 1}} {
+		b.Run(fmt.Sprintf("tasks=%d/workers=%d", c.tasks, c.workers), func(b *testing.B) {
+			benchPipeline(b, c.tasks, c.workers)
 		})
 	}
 }
 
-func benchPipeline(b *testing.B, store string, workers int) {
-	saver := storetest.New(b, store)
+func benchPipeline(b *testing.B, tasks, workers int) {
+	saver := storetest.NewSQLite(b)
 	registry, err := nodes.NewStore(saver)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = registry.Close() })
-	ctx := context.Background()
 
-	var workerTime atomic.Int64
+	var ours, raw benchTimes
+	n := 0
+	for b.Loop() {
+		if n%2 == 0 {
+			ours.add(benchRun(b, saver, registry, fmt.Sprintf("bench-%d", n), tasks, workers))
+			raw.add(benchRawLoop(b, tasks))
+		} else {
+			raw.add(benchRawLoop(b, tasks))
+			ours.add(benchRun(b, saver, registry, fmt.Sprintf("bench-%d", n), tasks, workers))
+		}
+		n++
+	}
+	per := float64(n * tasks)
+	b.ReportMetric(ours.wall.Seconds()*1000/per, "ms/task")
+	b.ReportMetric(raw.wall.Seconds()*1000/per, "raw_ms/task")
+	b.ReportMetric(float64(ours.wall)/float64(raw.wall), "ratio_vs_raw")
+	b.ReportMetric(float64(ours.gitCalls)/per, "git_calls/task")
+	if tasks >= 20 {
+		b.ReportMetric(ours.first.Seconds()*1000/float64(n), "first10_ms/task")
+		b.ReportMetric(ours.last.Seconds()*1000/float64(n), "last10_ms/task")
+		b.ReportMetric(raw.first.Seconds()*1000/float64(n), "raw_first10_ms/task")
+		b.ReportMetric(raw.last.Seconds()*1000/float64(n), "raw_last10_ms/task")
+	}
+}
+
+// benchTimes sums what the runs of one side took.
+type benchTimes struct {
+	wall        time.Duration
+	first, last time.Duration // mean per task over the first and last 10
+	gitCalls    int64
+}
+
+func (t *benchTimes) add(wall time.Duration, marks []time.Time, gitCalls int64) {
+	t.wall += wall
+	t.gitCalls += gitCalls
+	if len(marks) > 20 {
+		t.first += marks[10].Sub(marks[0]) / 10
+		t.last += marks[len(marks)-1].Sub(marks[len(marks)-11]) / 10
+	}
+}
+
+// benchRun runs the pipeline once on tasks independent tasks in a new
+// repository and returns its wall time, when each worker call started,
+// and the git subprocesses it started.
+func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID string, tasks, workers int) (time.Duration, []time.Time, int64) {
+	b.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var marks []time.Time
 	worker := agent.WorkerFunc(func(_ context.Context, job agent.Job) (agent.Outcome, error) {
-		start := time.Now()
-		defer func() { workerTime.Add(int64(time.Since(start))) }()
+		mu.Lock()
+		marks = append(marks, time.Now())
+		mu.Unlock()
 		for _, f := range job.Task.FilesToCreate {
 			if err := os.WriteFile(filepath.Join(job.Worktree, f), []byte(job.Task.ID+"\n"), 0o644); err != nil {
 				return agent.Outcome{}, err
@@ -64,72 +111,76 @@ func benchPipeline(b *testing.B, store string, workers int) {
 		}
 		return agent.Outcome{Status: agent.OutcomeDone, Summary: "wrote " + job.Task.ID}, nil
 	})
-	commandCost := benchCommandCost(b)
-
-	var wall time.Duration
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		dir := benchRepo(b)
-		repo, err := worktree.Open(ctx, dir, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		runID := fmt.Sprintf("bench-%d", i)
-		p := &nodes.Pipeline{
-			RunID:         runID,
-			PlanFunc:      func(context.Context) (*planner.Plan, error) { return planner.Build(benchPlan(), nil) },
-			Repo:          repo,
-			Worker:        worker,
-			VerifyCommand: []string{"true"}, VerifyOpts: &verify.Opts{Timeout: time.Minute},
-			BuildCommand: []string{"true"},
-			Workers:      workers,
-			MaxAttempts:  1,
-		}
-		runner := &nodes.Runner{Pipeline: p, Saver: saver, Registry: registry}
-		b.StartTimer()
-
-		start := time.Now()
-		res, err := runner.Start(ctx, nodes.Run{ID: runID, ProductPath: filepath.Join(dir, "PRODUCT.md"), Repo: dir}, nil)
-		wall += time.Since(start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if got := res.State.Outcome.Get(); got != nodes.OutcomeCompleted {
-			b.Fatalf("run %s ended %q, want %q", runID, got, nodes.OutcomeCompleted)
-		}
-		if got := len(res.State.Integrated.Items()); got != benchTasks {
-			b.Fatalf("run %s integrated %d tasks, want %d", runID, got, benchTasks)
-		}
-	}
-	// Each task's verification runs the verify command once; the build
-	// verification runs the build and the verify command.
-	commands := time.Duration(b.N*(benchTasks+2)) * commandCost
-	overhead := wall - time.Duration(workerTime.Load()) - commands
-	tasks := float64(b.N * benchTasks)
-	b.ReportMetric(float64(overhead)/float64(time.Millisecond)/tasks, "ms/task")
-	b.ReportMetric(float64(wall)/float64(time.Millisecond)/tasks, "raw-ms/task")
-}
-
-// benchCommandCost returns the mean time of running "true".
-func benchCommandCost(b *testing.B) time.Duration {
-	b.Helper()
-	const n = 20
+	b.StopTimer()
+	dir := benchRepo(b)
+	b.StartTimer()
+	calls := proc.Started("git")
 	start := time.Now()
-	for range n {
-		if err := exec.Command("true").Run(); err != nil {
-			b.Fatal(err)
-		}
+	repo, err := worktree.Open(ctx, dir, nil)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return time.Since(start) / n
+	p := &nodes.Pipeline{
+		RunID:         runID,
+		PlanFunc:      func(context.Context) (*planner.Plan, error) { return planner.Build(benchPlan(tasks), nil) },
+		Repo:          repo,
+		Worker:        worker,
+		VerifyCommand: []string{"true"}, VerifyOpts: &verify.Opts{Timeout: time.Minute},
+		BuildCommand: []string{"true"},
+		Workers:      workers,
+		MaxAttempts:  1,
+	}
+	runner := &nodes.Runner{Pipeline: p, Saver: saver, Registry: registry}
+	res, err := runner.Start(ctx, nodes.Run{ID: runID, ProductPath: filepath.Join(dir, "PRODUCT.md"), Repo: dir}, nil)
+	wall := time.Since(start)
+	calls = proc.Started("git") - calls
+	if err != nil {
+		b.Fatal(err)
+	}
+	if got := res.State.Outcome.Get(); got != nodes.OutcomeCompleted {
+		b.Fatalf("run %s ended %q, want %q", runID, got, nodes.OutcomeCompleted)
+	}
+	if got := len(res.State.Integrated.Items()); got != tasks {
+		b.Fatalf("run %s integrated %d tasks, want %d", runID, got, tasks)
+	}
+	return wall, marks, calls
 }
 
-// benchPlan is benchTasks independent tasks, each creating one file.
-func benchPlan() *planner.RawPlan {
+// benchRawLoop does the same tasks as benchRun with the fewest git
+// commands, in a new repository whose main is checked out as in benchRun,
+// and returns its wall time and when each task started.
+func benchRawLoop(b *testing.B, tasks int) (time.Duration, []time.Time, int64) {
+	b.Helper()
+	b.StopTimer()
+	dir := benchRepo(b)
+	b.StartTimer()
+	marks := make([]time.Time, 0, tasks)
+	start := time.Now()
+	for i := range tasks {
+		marks = append(marks, time.Now())
+		id := fmt.Sprintf("T%03d", i)
+		branch := "raw/" + id
+		path := filepath.Join(dir, ".taskloom", "worktrees", "raw-"+id)
+		benchGit(b, dir, "worktree", "add", "-q", "-b", branch, path, "main")
+		if err := os.WriteFile(filepath.Join(path, fmt.Sprintf("f%03d.txt", i)), []byte(id+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		benchGit(b, path, "add", "-A")
+		benchGit(b, path, "commit", "-q", "-m", id+": Write a file", "--trailer", "Taskloom-Task: raw/"+id+"/1")
+		benchGit(b, dir, "merge", "-q", "--ff-only", branch)
+		benchGit(b, dir, "worktree", "remove", path)
+		benchGit(b, dir, "branch", "-q", "-d", branch)
+	}
+	return time.Since(start), marks, 0
+}
+
+// benchPlan is tasks independent tasks, each creating one file.
+func benchPlan(tasks int) *planner.RawPlan {
 	raw := &planner.RawPlan{Milestones: []planner.RawMilestone{{ID: "M1", Name: "Files", Description: "One file per task"}}}
-	for i := range benchTasks {
-		f := fmt.Sprintf("f%02d.txt", i)
+	for i := range tasks {
+		f := fmt.Sprintf("f%03d.txt", i)
 		raw.Tasks = append(raw.Tasks, planner.RawTask{
-			ID:                 fmt.Sprintf("T%02d", i),
+			ID:                 fmt.Sprintf("T%03d", i),
 			Title:              "Write " + f,
 			UserStory:          "As a benchmark I want " + f + " so that the task has work",
 			AcceptanceCriteria: []string{f + " exists"},
@@ -141,22 +192,33 @@ func benchPlan() *planner.RawPlan {
 	return raw
 }
 
-// benchRepo makes a git repo with one commit on main.
+// benchRepo makes a git repo with one commit on main, checked out, and
+// .taskloom/ excluded.
 func benchRepo(b *testing.B) string {
 	b.Helper()
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# bench\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
-		{"-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "init"},
-	} {
-		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v: %s", args, err, out)
-		}
+	benchGit(b, dir, "init", "-q", "-b", "main")
+	benchGit(b, dir, "add", "-A")
+	benchGit(b, dir, "commit", "-q", "-m", "init")
+	if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte(".taskloom/\n"), 0o644); err != nil {
+		b.Fatal(err)
 	}
 	return dir
+}
+
+// benchGit runs git in dir as a user would, with an identity.
+func benchGit(b *testing.B, dir string, args ...string) {
+	b.Helper()
+	env := append(worktree.GitEnv(), "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@example.com",
+		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@example.com")
+	res, err := proc.Run(context.Background(), proc.Cmd{Args: append([]string{"git"}, args...), Dir: dir, Env: env})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		b.Fatalf("git %s: exit %d: %s", strings.Join(args, " "), res.ExitCode, res.Stderr)
+	}
 }

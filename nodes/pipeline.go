@@ -495,7 +495,7 @@ func (p *Pipeline) committedSecrets(ctx context.Context, wt *worktree.Worktree) 
 	if p.Secrets == nil {
 		return nil
 	}
-	patch, err := gitOutput(ctx, wt.Path, "show", "--format=%B", "--binary", "HEAD")
+	patch, err := p.Repo.CommitPatch(ctx, wt)
 	if err != nil {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 )
 
@@ -37,6 +38,44 @@ func (m *Manager) Commit(ctx context.Context, w *Worktree, message string) (sha 
 	if _, err := m.git(ctx, w.Path, add...); err != nil {
 		return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
 	}
+	gitDir, err := m.adminDir(w.Path)
+	if err != nil {
+		return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
+	}
+	head, err := worktreeHead(m.commonDir, gitDir)
+	if err != nil {
+		return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
+	}
+	if w.Base == "" || head != w.Base {
+		if err := m.fold(ctx, w); err != nil {
+			return "", false, err
+		}
+		if head, err = worktreeHead(m.commonDir, gitDir); err != nil {
+			return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
+		}
+	}
+	// Nothing staged makes git commit exit 1 and move nothing. The trailer
+	// is written here rather than by --trailer, which starts
+	// interpret-trailers; nor does the commit start git maintenance.
+	_, err = m.git(ctx, w.Path, "-c", "commit.gpgsign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+		"commit", "-q", "--no-verify", "--cleanup=strip", "-m", withTrailer(message, w.Trailer()))
+	changed = err == nil
+	sha, herr := worktreeHead(m.commonDir, gitDir)
+	if err != nil && (exitCode(err) != 1 || herr != nil || sha != head) {
+		return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
+	}
+	if herr != nil {
+		return "", false, fmt.Errorf("commit %s: %w", w.ID(), herr)
+	}
+	m.logger.InfoContext(ctx, "attempt committed", slog.String("attempt", w.ID()),
+		slog.String("commit", sha), slog.Bool("changed", changed))
+	return sha, changed, nil
+}
+
+// fold moves the branch back to the commit the attempt started from,
+// keeping what its commits changed staged, so that the next commit
+// carries all of it.
+func (m *Manager) fold(ctx context.Context, w *Worktree) error {
 	// Commits on the branch that neither main nor the attempt's base has,
 	// oldest last; the first parent of the oldest is the commit the attempt
 	// started from. Excluding the base matters when main was reset under
@@ -48,35 +87,57 @@ func (m *Manager) Commit(ctx context.Context, w *Worktree, message string) (sha 
 	}
 	out, err := m.git(ctx, w.Path, append(args, "--")...)
 	if err != nil {
-		return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
+		return fmt.Errorf("commit %s: %w", w.ID(), err)
 	}
-	if out != "" {
-		lines := strings.Split(out, "\n")
-		fields := strings.Fields(lines[len(lines)-1])
-		if len(fields) < 2 {
-			return "", false, fmt.Errorf("commit %s: the branch starts from a root commit, not from %s", w.ID(), m.mainBranch)
-		}
-		if _, err := m.git(ctx, w.Path, "reset", "-q", "--soft", fields[1]); err != nil {
-			return "", false, fmt.Errorf("commit %s: fold earlier commits: %w", w.ID(), err)
+	if out == "" {
+		return nil
+	}
+	lines := strings.Split(out, "\n")
+	fields := strings.Fields(lines[len(lines)-1])
+	if len(fields) < 2 {
+		return fmt.Errorf("commit %s: the branch starts from a root commit, not from %s", w.ID(), m.mainBranch)
+	}
+	if _, err := m.git(ctx, w.Path, "reset", "-q", "--soft", fields[1]); err != nil {
+		return fmt.Errorf("commit %s: fold earlier commits: %w", w.ID(), err)
+	}
+	return nil
+}
+
+// withTrailer ends message with the trailer line: in the message's own
+// trailer block when its last paragraph is one, else in a paragraph of its
+// own.
+func withTrailer(message, trailer string) string {
+	if i := strings.LastIndex(message, "\n\n"); i >= 0 && isTrailerBlock(message[i+2:]) {
+		return message + "\n" + trailer
+	}
+	return message + "\n\n" + trailer
+}
+
+var trailerLine = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*:\s`)
+
+func isTrailerBlock(p string) bool {
+	for line := range strings.SplitSeq(p, "\n") {
+		if !trailerLine.MatchString(line) {
+			return false
 		}
 	}
-	if _, err := m.git(ctx, w.Path, "diff", "--cached", "--quiet"); err != nil {
-		if exitCode(err) != 1 {
-			return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
-		}
-		changed = true
-	}
-	if changed {
-		if _, err := m.git(ctx, w.Path, "-c", "commit.gpgsign=false", "commit", "-q", "--no-verify",
-			"--cleanup=strip", "-m", message, "--trailer", w.Trailer()); err != nil {
-			return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
-		}
-	}
-	sha, err = m.git(ctx, w.Path, "rev-parse", "HEAD")
+	return true
+}
+
+// CommitPatch returns the message of the commit checked out in w and what
+// it changes (a patch against its parent), read without starting git.
+func (m *Manager) CommitPatch(_ context.Context, w *Worktree) (string, error) {
+	gitDir, err := m.adminDir(w.Path)
 	if err != nil {
-		return "", false, fmt.Errorf("commit %s: %w", w.ID(), err)
+		return "", err
 	}
-	m.logger.InfoContext(ctx, "attempt committed", slog.String("attempt", w.ID()),
-		slog.String("commit", sha), slog.Bool("changed", changed))
-	return sha, changed, nil
+	head, err := worktreeHead(m.commonDir, gitDir)
+	if err != nil {
+		return "", fmt.Errorf("read the commit of %s: %w", w.ID(), err)
+	}
+	out, err := m.objects.patch(head)
+	if err != nil {
+		return "", fmt.Errorf("read the commit of %s: %w", w.ID(), err)
+	}
+	return out, nil
 }

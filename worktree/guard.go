@@ -70,19 +70,8 @@ func (m *Manager) Guard(ctx context.Context, w *Worktree) (*Guard, error) {
 	return g, nil
 }
 
-func (m *Manager) refSnapshot(ctx context.Context, skipPrefix string) (map[string]string, error) {
-	out, err := m.git(ctx, m.root, "for-each-ref", "--format=%(refname) %(objectname)")
-	if err != nil {
-		return nil, err
-	}
-	refs := make(map[string]string)
-	for line := range strings.SplitSeq(out, "\n") {
-		name, sha, ok := strings.Cut(line, " ")
-		if ok && !strings.HasPrefix(name, skipPrefix) {
-			refs[name] = sha
-		}
-	}
-	return refs, nil
+func (m *Manager) refSnapshot(_ context.Context, skipPrefix string) (map[string]string, error) {
+	return listRefs(m.commonDir, "refs/", skipPrefix)
 }
 
 // guardedFiles are the files under the common dir a worker must not

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
 )
 
 // ErrReset: the target branch no longer contains a head that a run
@@ -39,8 +41,8 @@ func shortSHA(sha string) string {
 }
 
 // Head returns the target branch's head commit.
-func (m *Manager) Head(ctx context.Context) (string, error) {
-	head, err := m.git(ctx, m.root, "rev-parse", "--verify", m.mainRef+"^{commit}")
+func (m *Manager) Head(context.Context) (string, error) {
+	head, err := readRef(m.commonDir, m.mainRef)
 	if err != nil {
 		return "", fmt.Errorf("read the head of %s: %w", m.mainBranch, err)
 	}
@@ -62,17 +64,17 @@ func (m *Manager) CheckHead(ctx context.Context, run, recorded string) error {
 
 // checkContains returns a *ResetError when head does not descend from
 // recorded (or recorded is not a commit any more).
-func (m *Manager) checkContains(ctx context.Context, run, recorded, head string) error {
+func (m *Manager) checkContains(_ context.Context, run, recorded, head string) error {
 	if recorded == head {
 		return nil
 	}
-	_, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", recorded, head)
-	switch code := exitCode(err); {
-	case err == nil:
+	ok, err := m.objects.isAncestor(recorded, head)
+	switch {
+	case err == nil && ok:
 		return nil
-	case code == 1, code == 128 && strings.Contains(err.Error(), "ot a valid"):
-		// 1: not an ancestor; 128: the recorded commit is gone entirely
-		// (a gc after the reset).
+	case err == nil, errors.Is(err, plumbing.ErrObjectNotFound) && m.objects.has(head):
+		// Not an ancestor, or the recorded commit is gone entirely (a gc
+		// after the reset).
 		return &ResetError{Branch: m.mainBranch, Run: run, Recorded: recorded, Now: head}
 	default:
 		return fmt.Errorf("check that %s contains %s: %w", m.mainBranch, shortSHA(recorded), err)

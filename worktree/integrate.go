@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // Outcome says what Integrate did.
@@ -105,7 +107,7 @@ func (m *Manager) Integrate(ctx context.Context, w *Worktree) (Result, error) {
 }
 
 func (m *Manager) integrateOnce(ctx context.Context, w *Worktree) (res Result, raced bool, err error) {
-	old, err := m.git(ctx, m.root, "rev-parse", "--verify", m.mainRef+"^{commit}")
+	old, err := m.Head(ctx)
 	if err != nil {
 		return Result{}, false, fmt.Errorf("integrate %s: %w", w.ID(), err)
 	}
@@ -120,7 +122,7 @@ func (m *Manager) integrateOnce(ctx context.Context, w *Worktree) (res Result, r
 		return Result{}, false, fmt.Errorf("integrate %s: %w", w.ID(), err)
 	}
 	if !tip.committed {
-		if _, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", tip.sha, old); err != nil {
+		if ok, err := m.objects.isAncestor(tip.sha, old); err != nil || !ok {
 			return Result{}, false, fmt.Errorf("integrate %s: the branch has changes that Commit did not make: commit them first", w.ID())
 		}
 		return Result{Outcome: NothingToIntegrate, Main: old}, false, nil
@@ -183,19 +185,9 @@ func (m *Manager) mergeTree(ctx context.Context, w *Worktree, old string, tip br
 }
 
 // commitTree makes the cherry-picked commit: tree on top of parent, with
-// tip's message and author, and taskloom as committer.
-func (m *Manager) commitTree(ctx context.Context, tree, parent string, tip branchTip) (string, error) {
-	out, err := m.run(ctx, gitCmd{
-		dir:   m.root,
-		args:  []string{"commit-tree", "--no-gpg-sign", tree, "-p", parent, "-F", "-"},
-		stdin: tip.message,
-		env: []string{
-			"GIT_AUTHOR_NAME=" + tip.authorName,
-			"GIT_AUTHOR_EMAIL=" + tip.authorEmail,
-			"GIT_AUTHOR_DATE=" + tip.authorDate,
-		},
-	})
-	return strings.TrimSpace(out), err
+// tip's message and author, and taskloom as committer. It is unsigned.
+func (m *Manager) commitTree(_ context.Context, tree, parent string, tip branchTip) (string, error) {
+	return m.objects.writeCommit(tree, parent, tip.author, m.committer(), tip.message)
 }
 
 // advanceMain moves main from old to next, which descends from old. raced
@@ -209,12 +201,12 @@ func (m *Manager) advanceMain(ctx context.Context, w *Worktree, old, next string
 	if checkout == "" {
 		_, moveErr = m.git(ctx, m.root, "update-ref", "-m", "taskloom: integrate "+w.ID(), m.mainRef, next, old)
 	} else {
-		_, moveErr = m.git(ctx, checkout, "-c", "gc.auto=0", "merge", "-q", "--ff-only", "--no-stat", next)
+		_, moveErr = m.git(ctx, checkout, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "merge", "-q", "--ff-only", "--no-stat", next)
 	}
 	if moveErr == nil {
 		return false, nil
 	}
-	now, err := m.git(ctx, m.root, "rev-parse", "--verify", m.mainRef+"^{commit}")
+	now, err := m.Head(ctx)
 	if err != nil {
 		return false, fmt.Errorf("integrate %s: %w", w.ID(), err)
 	}
@@ -232,34 +224,34 @@ type branchTip struct {
 	sha, parent string
 	// committed: the head is the attempt's own commit (it carries the
 	// attempt's trailer and has one parent).
-	committed                           bool
-	authorName, authorEmail, authorDate string
-	message                             string
+	committed bool
+	author    object.Signature
+	message   string
 }
 
-func (m *Manager) branchTip(ctx context.Context, w *Worktree) (branchTip, error) {
-	ref := "refs/heads/" + w.Branch
-	out, err := m.run(ctx, gitCmd{dir: m.root, args: []string{"log", "-1", "--date=raw",
-		"--format=%H%x00%P%x00%an%x00%ae%x00%ad%x00%(trailers:key=" + TrailerKey + ",valueonly,separator=%x01)%x00%B",
-		ref, "--"}})
+func (m *Manager) branchTip(_ context.Context, w *Worktree) (branchTip, error) {
+	sha, err := readRef(m.commonDir, "refs/heads/"+w.Branch)
+	if errors.Is(err, errNoRef) {
+		return branchTip{}, fmt.Errorf("branch %s: %w", w.Branch, ErrNotFound)
+	}
 	if err != nil {
-		if !m.branchExists(ctx, w.Branch) {
-			return branchTip{}, fmt.Errorf("branch %s: %w", w.Branch, ErrNotFound)
-		}
 		return branchTip{}, err
 	}
-	f := strings.SplitN(out, "\x00", 7)
-	if len(f) != 7 {
-		return branchTip{}, fmt.Errorf("branch %s: unexpected log output", w.Branch)
+	c, err := m.objects.commit(sha)
+	if err != nil {
+		return branchTip{}, fmt.Errorf("branch %s: %w", w.Branch, err)
 	}
-	t := branchTip{sha: f[0], authorName: f[2], authorEmail: f[3], authorDate: f[4], message: f[6]}
-	parents := strings.Fields(f[1])
-	if len(parents) == 1 {
-		t.parent = parents[0]
-		t.committed = slices.Contains(strings.Split(strings.TrimSpace(f[5]), "\x01"), w.ID())
+	t := branchTip{sha: c.sha, author: c.author, message: c.message}
+	if len(c.parents) == 1 {
+		t.parent = c.parents[0]
+		t.committed = slices.Contains(trailerValues(c.message, TrailerKey), w.ID())
 	}
 	return t, nil
 }
+
+// scanLimit bounds how many commits findIntegrated reads through go-git
+// before it asks git, which walks long histories faster.
+const scanLimit = 1000
 
 // findIntegrated looks for the attempt's trailer in the history of main's
 // head. It walks main's whole history once per Manager, then only what is
@@ -267,13 +259,38 @@ func (m *Manager) branchTip(ctx context.Context, w *Worktree) (branchTip, error)
 func (m *Manager) findIntegrated(ctx context.Context, head, id string) (string, bool, error) {
 	if sha, ok := m.integrated[id]; ok {
 		// Main may have been reset since: check it still has the commit.
-		if _, err := m.git(ctx, m.root, "merge-base", "--is-ancestor", sha, head); err == nil {
+		if ok, err := m.objects.isAncestor(sha, head); err == nil && ok {
 			return sha, true, nil
 		}
 		delete(m.integrated, id)
 	}
 	if head == m.scanned {
 		return "", false, nil
+	}
+	if m.scanned != "" {
+		// What is new since the last scan, usually a commit or two: read
+		// it here rather than start git.
+		var found [][2]string
+		n := 0
+		err := m.objects.walk(head, func(sha string) bool { return sha == m.scanned }, func(c commitInfo) error {
+			if n++; n > scanLimit {
+				return errTooLong
+			}
+			for _, v := range trailerValues(c.message, TrailerKey) {
+				found = append(found, [2]string{v, c.sha})
+			}
+			return nil
+		})
+		if err == nil {
+			for _, f := range found {
+				if _, seen := m.integrated[f[0]]; !seen {
+					m.integrated[f[0]] = f[1]
+				}
+			}
+			m.scanned = head
+			sha, ok := m.integrated[id]
+			return sha, ok, nil
+		}
 	}
 	rng := head
 	if m.scanned != "" {
@@ -302,6 +319,8 @@ func (m *Manager) findIntegrated(ctx context.Context, head, id string) (string, 
 	sha, ok := m.integrated[id]
 	return sha, ok, nil
 }
+
+var errTooLong = errors.New("history too long to walk here")
 
 // Integration is the outcome of one attempt in IntegrateAll.
 type Integration struct {

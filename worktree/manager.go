@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // Sentinel errors. The error types below match them with errors.Is.
@@ -87,9 +90,16 @@ type Manager struct {
 	include    []string
 	logger     *slog.Logger
 	env        []string
+	name       string // the identity of taskloom's commits
+	email      string
 	mergeBase  bool // git merge-tree knows --merge-base (git 2.40+)
+	objects    *objectStore
 
-	adminMu sync.Mutex // serializes worktree add, remove and prune
+	adminMu sync.Mutex // serializes worktree add, remove and prune; guards idle
+	// idle holds removed attempts' worktrees, parked detached under
+	// .taskloom/worktrees/_idle-*, for Create to reuse (see reuse).
+	idle    []string
+	idleSeq int
 
 	branches     sync.Map // attempt worktree path -> its branch
 	confinedRefs bool
@@ -124,6 +134,7 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 		email = "taskloom@localhost"
 	}
 	m.env = baseEnv(name, email)
+	m.name, m.email = name, email
 
 	version, err := m.git(ctx, repoDir, "version")
 	if err != nil {
@@ -152,6 +163,7 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 		ceiling = filepath.Join(real, ".taskloom", "worktrees")
 	}
 	m.env = append(m.env, "GIT_CEILING_DIRECTORIES="+ceiling)
+	m.objects = newObjectStore(m.commonDir)
 
 	m.mainBranch = opts.MainBranch
 	if m.mainBranch == "" {
@@ -161,7 +173,7 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 		}
 	}
 	m.mainRef = "refs/heads/" + m.mainBranch
-	if _, err := m.git(ctx, m.root, "rev-parse", "-q", "--verify", m.mainRef+"^{commit}"); err != nil {
+	if _, err := m.Head(ctx); err != nil {
 		return nil, fmt.Errorf("open %s: main branch %q has no commit: create it or set the main branch", m.root, m.mainBranch)
 	}
 
@@ -184,6 +196,11 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 	m.logger.InfoContext(ctx, "worktree manager open",
 		slog.String("repo", m.root), slog.String("main_branch", m.mainBranch), slog.String("main_checkout", checkout))
 	return m, nil
+}
+
+// committer is the identity of the commits taskloom writes itself, now.
+func (m *Manager) committer() object.Signature {
+	return object.Signature{Name: m.name, Email: m.email, When: time.Now()}
 }
 
 // Root returns the top level of the repository folder.
@@ -232,34 +249,56 @@ type worktreeEntry struct {
 	prunable           bool
 }
 
-func (m *Manager) worktrees(ctx context.Context) ([]worktreeEntry, error) {
-	out, err := m.run(ctx, gitCmd{dir: m.root, args: []string{"worktree", "list", "--porcelain", "-z"}})
-	if err != nil {
-		return nil, err
-	}
+// worktrees lists the repository's worktrees as `git worktree list`
+// does, from the files git keeps about them: the main worktree (unless the
+// repository is bare), then each linked one.
+func (m *Manager) worktrees(context.Context) ([]worktreeEntry, error) {
 	var list []worktreeEntry
-	var cur *worktreeEntry
-	for _, f := range strings.Split(out, "\x00") {
-		key, val, _ := strings.Cut(f, " ")
-		switch key {
-		case "worktree":
-			list = append(list, worktreeEntry{path: filepath.Clean(val)})
-			cur = &list[len(list)-1]
-		case "HEAD":
-			if cur != nil {
-				cur.head = val
-			}
-		case "branch":
-			if cur != nil {
-				cur.branch = val
-			}
-		case "prunable":
-			if cur != nil {
-				cur.prunable = true
+	if filepath.Base(m.commonDir) == ".git" {
+		main := worktreeEntry{path: filepath.Dir(m.commonDir)}
+		main.branch = symbolicHead(filepath.Join(m.commonDir, "HEAD"))
+		list = append(list, main)
+	}
+	admin := filepath.Join(m.commonDir, "worktrees")
+	entries, err := os.ReadDir(admin)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("list worktrees: %w", err)
+	}
+	for _, e := range entries {
+		dir := filepath.Join(admin, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		w := worktreeEntry{branch: symbolicHead(filepath.Join(dir, "HEAD"))}
+		data, err := os.ReadFile(filepath.Join(dir, "gitdir"))
+		if err != nil {
+			w.prunable = true
+			w.path = dir
+		} else {
+			dotGit := strings.TrimSpace(string(data))
+			w.path = filepath.Clean(strings.TrimSuffix(dotGit, string(filepath.Separator)+".git"))
+			if _, err := os.Stat(dotGit); err != nil {
+				_, lerr := os.Stat(filepath.Join(dir, "locked"))
+				w.prunable = lerr != nil
 			}
 		}
+		list = append(list, w)
 	}
 	return list, nil
+}
+
+// symbolicHead returns the ref a HEAD file names, or "" when it is
+// detached or unreadable.
+func symbolicHead(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	ref, _ := strings.CutPrefix(strings.TrimSpace(string(data)), "ref: ")
+	if !strings.HasPrefix(ref, "refs/") {
+		return ""
+	}
+	return ref
 }
 
 // mainCheckout returns the worktree that has main checked out, or "".

@@ -77,21 +77,26 @@ func (m *Manager) Create(ctx context.Context, run, taskID string, attempt int) (
 	if err != nil {
 		return nil, err
 	}
-	base, err := m.git(ctx, m.root, "rev-parse", "--verify", m.mainRef+"^{commit}")
+	base, err := m.Head(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("create worktree %s: %w", w.ID(), err)
 	}
 	w.Base = base
-	m.adminMu.Lock()
-	// The branch's reflog keeps its creation point, where Get finds the
-	// base again after a restart.
-	_, err = m.git(ctx, m.root, "-c", "core.logAllRefUpdates=true", "worktree", "add", "-q", "-b", w.Branch, w.Path, base)
-	m.adminMu.Unlock()
-	if err != nil {
-		if _, statErr := os.Stat(w.Path); statErr == nil || m.branchExists(ctx, w.Branch) {
-			return nil, fmt.Errorf("create worktree %s: %w: %w", w.ID(), ErrExists, err)
+	if _, statErr := os.Lstat(w.Path); statErr == nil || m.branchExists(ctx, w.Branch) {
+		return nil, fmt.Errorf("create worktree %s: %w", w.ID(), ErrExists)
+	}
+	if !m.reuse(ctx, w) {
+		m.adminMu.Lock()
+		// The branch's reflog keeps its creation point, where Get finds the
+		// base again after a restart.
+		_, err = m.git(ctx, m.root, "-c", "core.logAllRefUpdates=true", "worktree", "add", "-q", "-b", w.Branch, w.Path, base)
+		m.adminMu.Unlock()
+		if err != nil {
+			if _, statErr := os.Stat(w.Path); statErr == nil || m.branchExists(ctx, w.Branch) {
+				return nil, fmt.Errorf("create worktree %s: %w: %w", w.ID(), ErrExists, err)
+			}
+			return nil, fmt.Errorf("create worktree %s: %w", w.ID(), err)
 		}
-		return nil, fmt.Errorf("create worktree %s: %w", w.ID(), err)
 	}
 	copied, err := m.copyIncludes(ctx, w)
 	if err != nil {
@@ -118,17 +123,12 @@ func (m *Manager) Get(ctx context.Context, run, taskID string, attempt int) (*Wo
 
 // branchBase returns the commit an attempt branch was created at: the
 // oldest entry of its reflog, or "" when it has none.
-func (m *Manager) branchBase(ctx context.Context, branch string) string {
-	out, err := m.git(ctx, m.root, "reflog", "show", "--format=%H", "refs/heads/"+branch, "--")
-	if err != nil || out == "" {
-		return ""
-	}
-	lines := strings.Split(out, "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+func (m *Manager) branchBase(_ context.Context, branch string) string {
+	return branchCreatedAt(m.commonDir, branch)
 }
 
-func (m *Manager) branchExists(ctx context.Context, branch string) bool {
-	_, err := m.git(ctx, m.root, "rev-parse", "-q", "--verify", "refs/heads/"+branch)
+func (m *Manager) branchExists(_ context.Context, branch string) bool {
+	_, err := readRef(m.commonDir, "refs/heads/"+branch)
 	return err == nil
 }
 
@@ -286,6 +286,13 @@ func (m *Manager) Remove(ctx context.Context, w *Worktree) error {
 }
 
 func (m *Manager) remove(ctx context.Context, w *Worktree) error {
+	tip, err := m.branchTip(ctx, w)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("remove worktree %s: %w", w.ID(), err)
+	}
+	if err == nil && m.park(ctx, w, tip.sha) {
+		return m.dropBranch(ctx, w, tip)
+	}
 	prune := true
 	if _, err := os.Stat(w.Path); err == nil {
 		_, err := m.git(ctx, m.root, "worktree", "remove", "--force", "--force", w.Path)
@@ -301,17 +308,23 @@ func (m *Manager) remove(ctx context.Context, w *Worktree) error {
 		}
 	}
 	if prune {
-		if _, err := m.git(ctx, m.root, "worktree", "prune"); err != nil {
+		if err := m.pruneIfNeeded(ctx); err != nil {
 			return fmt.Errorf("remove worktree %s: %w", w.ID(), err)
 		}
 	}
-	tip, err := m.branchTip(ctx, w)
+	tip, err = m.branchTip(ctx, w)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("remove worktree %s: %w", w.ID(), err)
 	}
+	return m.dropBranch(ctx, w, tip)
+}
+
+// dropBranch deletes an attempt's branch, whose worktree is gone, and
+// keeps its commit under KeptRef when it was never integrated.
+func (m *Manager) dropBranch(ctx context.Context, w *Worktree, tip branchTip) error {
 	if tip.committed {
 		integrated, err := m.isIntegrated(ctx, w)
 		if err != nil {
@@ -323,17 +336,31 @@ func (m *Manager) remove(ctx context.Context, w *Worktree) error {
 			}
 		}
 	}
-	if _, err := m.git(ctx, m.root, "update-ref", "-d", "refs/heads/"+w.Branch, tip.sha); err != nil {
+	if err := m.deleteBranch(ctx, w.Branch, tip.sha); err != nil {
 		return fmt.Errorf("remove worktree %s: delete branch: %w", w.ID(), err)
 	}
 	m.logger.InfoContext(ctx, "worktree removed", slog.String("attempt", w.ID()), slog.Bool("committed", tip.committed))
 	return nil
 }
 
+// pruneIfNeeded runs `git worktree prune` when git keeps the record of a
+// worktree whose folder is gone.
+func (m *Manager) pruneIfNeeded(ctx context.Context) error {
+	list, err := m.worktrees(ctx)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(list, func(e worktreeEntry) bool { return e.prunable }) {
+		return nil
+	}
+	_, err = m.git(ctx, m.root, "worktree", "prune")
+	return err
+}
+
 func (m *Manager) isIntegrated(ctx context.Context, w *Worktree) (bool, error) {
 	m.integrateMu.Lock()
 	defer m.integrateMu.Unlock()
-	head, err := m.git(ctx, m.root, "rev-parse", "--verify", m.mainRef+"^{commit}")
+	head, err := m.Head(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -350,16 +377,16 @@ func (m *Manager) isIntegrated(ctx context.Context, w *Worktree) (bool, error) {
 func (m *Manager) CleanOrphans(ctx context.Context, keepFunc func(*Worktree) bool) ([]*Worktree, error) {
 	m.adminMu.Lock()
 	defer m.adminMu.Unlock()
-	if _, err := m.git(ctx, m.root, "worktree", "prune"); err != nil {
+	if err := m.pruneIfNeeded(ctx); err != nil {
 		return nil, fmt.Errorf("clean orphans: %w", err)
 	}
-	out, err := m.git(ctx, m.root, "for-each-ref", "--format=%(refname:lstrip=2)", "refs/heads/"+branchPrefix)
+	branches, err := listRefs(m.commonDir, "refs/heads/"+branchPrefix, "")
 	if err != nil {
 		return nil, fmt.Errorf("clean orphans: %w", err)
 	}
 	var found []*Worktree
-	for b := range strings.SplitSeq(out, "\n") {
-		if w := m.parseBranch(b); w != nil {
+	for b := range branches {
+		if w := m.parseBranch(strings.TrimPrefix(b, "refs/heads/")); w != nil {
 			found = append(found, w)
 		}
 	}
@@ -387,10 +414,10 @@ func (m *Manager) CleanOrphans(ctx context.Context, keepFunc func(*Worktree) boo
 		return removed, fmt.Errorf("clean orphans: %w", err)
 	}
 	for _, e := range entries {
-		if known[e.Name()] {
+		path := filepath.Join(m.dir, e.Name())
+		if known[e.Name()] || slices.Contains(m.idle, path) {
 			continue
 		}
-		path := filepath.Join(m.dir, e.Name())
 		if slices.ContainsFunc(registered, func(r worktreeEntry) bool { return r.path == path }) {
 			_, err = m.git(ctx, m.root, "worktree", "remove", "--force", "--force", path)
 		} else {

@@ -106,6 +106,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	start := time.Now()
+	countStart(c.Args[0])
 	err = cmd.Run()
 	stdout.flush()
 	stderr.flush()
