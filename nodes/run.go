@@ -125,6 +125,11 @@ func (r *Runner) finish(ctx context.Context, runID string, res graph.Result[Stat
 	if serr := r.Registry.SetRunStatus(sctx, runID, status); serr != nil && err == nil {
 		err = serr
 	}
+	if r.Pipeline.Repo != nil {
+		// The worktrees parked for the run's next attempts are not needed
+		// until it runs again.
+		r.Pipeline.Repo.ReleaseIdle(sctx)
+	}
 	if err == nil && res.Status == graph.StatusDone && r.Pipeline.Repo != nil {
 		// The run ended: its review is over, so the refs that kept its
 		// unintegrated attempts for it go.
