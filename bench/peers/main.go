@@ -10,7 +10,7 @@
 // and the median over the rounds of each runtime's ratio to the best peer
 // and to the plain loop of the same round.
 //
-//	go -C bench/peers run . [-t 100,1000] [-rounds 7] [-sample 300ms]
+//	go -C bench/peers run . [-t 100,1000] [-rounds 15] [-sample 150ms]
 package main
 
 import (
@@ -42,8 +42,8 @@ type measurement struct {
 func run(w io.Writer, args []string) error {
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	sizes := fs.String("t", "100,1000", "comma-separated task counts T (a run is 3T super-steps)")
-	rounds := fs.Int("rounds", 7, "measured rounds")
-	sample := fs.Duration("sample", 300*time.Millisecond, "wall time of one runtime's sample in a round")
+	rounds := fs.Int("rounds", 15, "measured rounds")
+	sample := fs.Duration("sample", 150*time.Millisecond, "wall time of one runtime's sample in a round")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
