@@ -571,14 +571,8 @@ func (p *Pipeline) escalate(ctx context.Context, s State) (State, error) {
 			u.Escalations.Set(nil)
 			putChanged(&u, s, tasks)
 			return u, nil
-		case ActionFixed:
-			tasks, err = scheduler.Fix(tasks, e.TaskID)
-		case ActionRetry:
-			tasks, err = scheduler.Retry(tasks, e.TaskID, d.Note)
-		case ActionSkip:
-			tasks, err = scheduler.Skip(tasks, e.TaskID)
 		default:
-			err = fmt.Errorf("review of %s: unknown action %q (want fixed, retry, skip or abort)", e.TaskID, d.Action)
+			tasks, err = ApplyDecision(tasks, e.TaskID, d)
 		}
 		if err != nil {
 			return u, err

@@ -15,7 +15,6 @@ import (
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
-	"github.com/taskloom/taskloom/scheduler"
 	"github.com/taskloom/taskloom/verify"
 )
 
@@ -306,16 +305,7 @@ func (rv *review) abort(d nodes.Decision) {
 // decide checks that the pipeline can apply d to e's task, as
 // human_escalation will, and takes it.
 func (rv *review) decide(e escalation, d nodes.Decision) error {
-	var err error
-	tasks := rv.tasks
-	switch d.Action {
-	case nodes.ActionFixed:
-		tasks, err = scheduler.Fix(tasks, e.payload.TaskID)
-	case nodes.ActionRetry:
-		tasks, err = scheduler.Retry(tasks, e.payload.TaskID, d.Note)
-	case nodes.ActionSkip:
-		tasks, err = scheduler.Skip(tasks, e.payload.TaskID)
-	}
+	tasks, err := nodes.ApplyDecision(rv.tasks, e.payload.TaskID, d)
 	if err != nil {
 		return fmt.Errorf("cannot %s %s in run %s: %w", d.Action, e.payload.TaskID, rv.runID, err)
 	}
