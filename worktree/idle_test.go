@@ -1,0 +1,101 @@
+package worktree_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A removed attempt's worktree is reused by the next Create: the new
+// attempt sees main's head in full and nothing the last attempt left
+// (untracked, ignored, staged or in git's admin folder), its branch starts
+// at main's head, and ReleaseIdle leaves only the main checkout.
+func TestRemovedWorktreeIsReusedClean(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{
+		"README.md": "hello\n", ".gitignore": "build/\n", "src/a.go": "package src\n", "src/old.go": "package src\n",
+	})
+	m := open(t, repo, nil)
+	first, err := m.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	write(t, first.Path, "src/b.go", "package src // T1\n")
+	_, _, err = m.Commit(ctx, first, "T1")
+	require.NoError(t, err)
+	_, err = m.Integrate(ctx, first)
+	require.NoError(t, err)
+	// What the attempt leaves behind after its commit.
+	write(t, first.Path, "build/out.bin", "artifact")
+	write(t, first.Path, "scratch/notes.txt", "untracked")
+	write(t, first.Path, "README.md", "edited, not committed\n")
+	require.NoError(t, os.Remove(filepath.Join(first.Path, "src", "a.go")))
+	require.NoError(t, os.Symlink(repo, filepath.Join(first.Path, "outside")))
+	gitT(t, first.Path, "add", "README.md")
+	gitDir := strings.TrimSpace(gitT(t, first.Path, "rev-parse", "--absolute-git-dir"))
+	write(t, gitDir, "MERGE_HEAD", "junk\n")
+	require.NoError(t, m.Remove(ctx, first))
+	require.NoDirExists(t, first.Path)
+
+	// main moves on before the next attempt.
+	write(t, repo, "src/c.go", "package src // main\n")
+	gitT(t, repo, "rm", "-q", "src/old.go")
+	gitT(t, repo, "add", "-A")
+	gitT(t, repo, "commit", "-q", "-m", "main moves")
+	head := gitT(t, repo, "rev-parse", "main")
+
+	next, err := m.Create(ctx, "r1", "T2", 1)
+	require.NoError(t, err)
+	require.Equal(t, head, next.Base)
+	require.Equal(t, gitDir, strings.TrimSpace(gitT(t, next.Path, "rev-parse", "--absolute-git-dir")), "the parked worktree was reused")
+	require.Equal(t, "refs/heads/"+next.Branch, gitT(t, next.Path, "symbolic-ref", "HEAD"))
+	require.Equal(t, head, gitT(t, next.Path, "rev-parse", "HEAD"))
+	require.Empty(t, gitT(t, next.Path, "status", "--porcelain", "--ignored", "--untracked-files=all"))
+	require.Equal(t, snapshotFiles(t, repo), snapshotFiles(t, next.Path))
+	require.NoFileExists(t, filepath.Join(gitDir, "MERGE_HEAD"))
+	require.FileExists(t, filepath.Join(repo, "README.md"), "the symlink's target is untouched")
+
+	// The reused worktree commits and integrates like a new one.
+	write(t, next.Path, "src/d.go", "package src // T2\n")
+	_, changed, err := m.Commit(ctx, next, "T2")
+	require.NoError(t, err)
+	require.True(t, changed)
+	_, err = m.Integrate(ctx, next)
+	require.NoError(t, err)
+	require.Equal(t, []string{"r1/T2/1", "r1/T1/1"}, trailers(t, repo, "main")[:2])
+
+	require.NoError(t, m.Remove(ctx, next))
+	m.ReleaseIdle(ctx)
+	require.Equal(t, 1, strings.Count(gitT(t, repo, "worktree", "list", "--porcelain"), "worktree "))
+	entries, err := os.ReadDir(filepath.Join(repo, ".taskloom", "worktrees"))
+	require.NoError(t, err)
+	require.Empty(t, entries)
+	require.Empty(t, gitT(t, repo, "for-each-ref", "refs/heads/taskloom/"))
+}
+
+// snapshotFiles maps every tracked-looking file under dir (outside .git
+// and .taskloom) to its content.
+func snapshotFiles(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
+	files := map[string]string{}
+	require.NoError(tb, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		require.NoError(tb, err)
+		rel, _ := filepath.Rel(dir, path)
+		if rel == ".git" || rel == ".taskloom" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			data, err := os.ReadFile(path)
+			require.NoError(tb, err)
+			files[filepath.ToSlash(rel)] = string(data)
+		}
+		return nil
+	}))
+	return files
+}
