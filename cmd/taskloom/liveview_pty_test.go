@@ -50,24 +50,13 @@ func ptyScript(t *testing.T) string {
 // verify (a shell command) and returns the repo and its PRODUCT.md.
 func ptySetup(t *testing.T, verify string) (repo, product string) {
 	t.Helper()
-	repo = t.TempDir()
-	reviewGit(t, repo, "init", "-q", "-b", "main")
-	cfg := map[string]any{
+	return notesRepo(t, map[string]any{
 		"max_attempts":       2,
 		"parallel_workers":   2,
 		"model":              "scripted:" + ptyScript(t),
 		"verify":             map[string]any{"command": []string{"sh", "-c", verify}, "timeout": "2m"},
 		"build_verification": map[string]any{"command": []string{}},
-	}
-	data, err := json.MarshalIndent(cfg, "", "  ")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(repo, ".project-config.json"), data, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# notes\n"), 0o644))
-	reviewGit(t, repo, "add", ".")
-	reviewGit(t, repo, "commit", "-q", "-m", "init")
-	product = filepath.Join(t.TempDir(), "PRODUCT.md")
-	require.NoError(t, os.WriteFile(product, []byte(strings.Replace(reviewProduct, "files_to_create: notes.txt", "files_to_create: notes/a/deeply/nested/folder/of/notes/notes.txt", 1)), 0o644))
-	return repo, product
+	}, strings.Replace(reviewProduct, "files_to_create: notes.txt", "files_to_create: notes/a/deeply/nested/folder/of/notes/notes.txt", 1))
 }
 
 var (

@@ -86,16 +86,22 @@ func reviewGit(t *testing.T, dir string, args ...string) string {
 // repo and the PRODUCT.md.
 func reviewSetup(t *testing.T, workers int, dbURL string) (repo, product string) {
 	t.Helper()
-	repo = t.TempDir()
-	reviewGit(t, repo, "init", "-q", "-b", "main")
-	cfg := map[string]any{
+	return notesRepo(t, map[string]any{
 		"max_attempts":       1,
 		"parallel_workers":   workers,
 		"model":              "scripted:" + reviewScript(t, workers > 1),
 		"verify":             map[string]any{"command": []string{"sh", "-c", "! cat *.txt 2>/dev/null | grep -q bad"}, "timeout": "1m"},
 		"build_verification": map[string]any{"command": []string{}},
 		"database":           map[string]any{"url": dbURL},
-	}
+	}, reviewProduct)
+}
+
+// notesRepo makes a git repo with the config cfg and a PRODUCT.md (outside
+// the repo) holding productText; it returns both.
+func notesRepo(t *testing.T, cfg map[string]any, productText string) (repo, product string) {
+	t.Helper()
+	repo = t.TempDir()
+	reviewGit(t, repo, "init", "-q", "-b", "main")
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, ".project-config.json"), data, 0o644))
@@ -103,7 +109,7 @@ func reviewSetup(t *testing.T, workers int, dbURL string) (repo, product string)
 	reviewGit(t, repo, "add", ".")
 	reviewGit(t, repo, "commit", "-q", "-m", "init")
 	product = filepath.Join(t.TempDir(), "PRODUCT.md")
-	require.NoError(t, os.WriteFile(product, []byte(reviewProduct), 0o644))
+	require.NoError(t, os.WriteFile(product, []byte(productText), 0o644))
 	return repo, product
 }
 
