@@ -32,7 +32,7 @@ type CommandWorkerOpts struct {
 	Logger *slog.Logger
 }
 
-// CommandWorker runs an external agent CLI (SPEC §7) in the worktree.
+// CommandWorker runs an external agent CLI in the worktree.
 type CommandWorker struct {
 	opts CommandWorkerOpts
 }

@@ -30,7 +30,7 @@
 //
 // # Tools and validation
 //
-// The tools are those of SPEC §8: read_file, list_files, search_files,
+// The tools are those of the product contract: read_file, list_files, search_files,
 // write_to_file, apply_diff (Roo's SEARCH/REPLACE blocks, all or nothing),
 // execute_command (sh -c in the worktree, with a timeout that kills the
 // process group, and output cut to its head and tail), update_todo_list,
@@ -128,7 +128,7 @@
 //
 // # Example
 //
-// This scripted session (SPEC §6) writes a file and completes:
+// This scripted session writes a file and completes:
 //
 //	{"conversations": [
 //	  {"match": "Task: T1\\b[\\s\\S]*Attempt: 1 of",

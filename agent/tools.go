@@ -11,7 +11,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// Tool names (SPEC §8).
+// Tool names.
 const (
 	ToolReadFile            = "read_file"
 	ToolListFiles           = "list_files"

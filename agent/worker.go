@@ -110,7 +110,7 @@ type Outcome struct {
 
 // BuildPrompt returns the first user message of a task attempt. It starts
 // with the lines "Task: <ID> — <title>" and "Attempt: <n> of <max>" (the
-// prompt contract of SPEC §6), followed by the user story, the acceptance
+// prompt contract), followed by the user story, the acceptance
 // criteria, the files, the notes, the previous error and the reviewer's
 // note. n is the task's progress toward max_attempts (Task.Attempts+1),
 // which restarts after a review's retry, not the attempt number.

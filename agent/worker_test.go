@@ -42,7 +42,7 @@ func TestBuildPromptContract(t *testing.T) {
 	lines := strings.Split(got, "\n")
 	require.Equal(t, "Task: T1 — Add a greeting", lines[0])
 	require.Equal(t, "Attempt: 1 of 3", lines[1])
-	// The SPEC §6 example regex matches it.
+	// The documented example regex matches it.
 	require.Regexp(t, regexp.MustCompile(`Task: T1\b[\s\S]*Attempt: 1 of`), got)
 	for _, want := range []string{"User story: As a user I want a greeting.", "- Hello returns hello",
 		"Files to create: greet.go", "Test files: greet_test.go", "--- FAIL: TestHello", "Note from the reviewer: use fmt"} {

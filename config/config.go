@@ -14,7 +14,7 @@ import (
 // FileName is the config file taskloom reads from the root of the repo.
 const FileName = ".project-config.json"
 
-// Worker kinds (SPEC §7).
+// Worker kinds.
 const (
 	// WorkerAgent is the built-in tool-using coding agent.
 	WorkerAgent = "agent"
@@ -25,14 +25,14 @@ const (
 // BuiltinModes are the agent modes that exist without any custom_modes entry.
 var BuiltinModes = []string{"code", "architect", "ask", "debug", "orchestrator"}
 
-// ToolGroups are the tool groups a custom mode may list (SPEC §8 tools:
+// ToolGroups are the tool groups a custom mode may list (tools:
 // read = read_file, list_files, search_files; edit = write_to_file,
 // apply_diff; command = execute_command; modes = new_task). The tools
 // update_todo_list, attempt_completion and ask_followup_question are always
 // available.
 var ToolGroups = []string{"read", "edit", "command", "modes"}
 
-// Config is the content of .project-config.json: SPEC §3 plus the taskloom
+// Config is the content of .project-config.json: the documented keys plus the taskloom
 // extensions worktree, agent and planner (see the package doc).
 type Config struct {
 	TaskSizeLimits    TaskSizeLimits    `json:"task_size_limits" mapstructure:"task_size_limits"`
@@ -47,14 +47,14 @@ type Config struct {
 	Sandbox           Sandbox           `json:"sandbox" mapstructure:"sandbox"`
 	Integrations      Integrations      `json:"integrations" mapstructure:"integrations"`
 
-	// Extensions beyond SPEC §3.
+	// Extensions beyond the documented keys.
 	Worktree Worktree `json:"worktree" mapstructure:"worktree"`
 	Agent    Agent    `json:"agent" mapstructure:"agent"`
 	Planner  Planner  `json:"planner" mapstructure:"planner"`
 }
 
 // TaskSizeLimits bounds the size of a task; tasks above the threshold are
-// split when AutoSplit is on (SPEC §4).
+// split when AutoSplit is on.
 type TaskSizeLimits struct {
 	MaxFilesToCreate    int     `json:"max_files_to_create" mapstructure:"max_files_to_create"`
 	MaxFilesToModify    int     `json:"max_files_to_modify" mapstructure:"max_files_to_modify"`
@@ -65,7 +65,7 @@ type TaskSizeLimits struct {
 	AutoSplit           bool    `json:"auto_split" mapstructure:"auto_split"`
 }
 
-// Worker selects and configures what implements a task (SPEC §7).
+// Worker selects and configures what implements a task.
 type Worker struct {
 	// Kind is WorkerAgent or WorkerCommand.
 	Kind string `json:"kind" mapstructure:"kind"`
@@ -80,7 +80,7 @@ type Worker struct {
 	Ralph   Ralph    `json:"ralph" mapstructure:"ralph"`
 }
 
-// Ralph configures the rerun-with-fresh-context loop (SPEC §7).
+// Ralph configures the rerun-with-fresh-context loop.
 type Ralph struct {
 	Enabled           bool   `json:"enabled" mapstructure:"enabled"`
 	MaxIterations     int    `json:"max_iterations" mapstructure:"max_iterations"`
@@ -100,7 +100,7 @@ type BuildVerification struct {
 }
 
 // Database selects the store: empty for the embedded SQLite file,
-// postgres://… for PostgreSQL (SPEC §2).
+// postgres://… for PostgreSQL.
 type Database struct {
 	URL string `json:"url" mapstructure:"url"`
 	// RetryFor is how long a run waits, retrying with backoff, for a store
@@ -109,7 +109,7 @@ type Database struct {
 	RetryFor Duration `json:"retry_for" mapstructure:"retry_for"`
 }
 
-// LLM configures the requests to a real model provider (SPEC §9). The
+// LLM configures the requests to a real model provider. The
 // scripted model ignores it.
 type LLM struct {
 	// MaxTokens is the output limit each request asks for.
@@ -223,7 +223,7 @@ type Planner struct {
 	Keywords map[string][]string `json:"keywords,omitempty" mapstructure:"keywords"`
 }
 
-// Default returns the defaults, which are also the values of SPEC §3's
+// Default returns the defaults, which are also the values of the documented
 // example.
 func Default() Config {
 	return Config{

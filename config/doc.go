@@ -1,5 +1,5 @@
 // Package config holds taskloom's configuration schema, the content of
-// .project-config.json (SPEC §3), and loads it.
+// .project-config.json, and loads it.
 //
 // # Precedence
 //
@@ -18,7 +18,7 @@
 //     planner.keywords have no variable;
 //  3. the config file: LoadOpts.ConfigFile (--config) when given, else
 //     .project-config.json at the root of the repo when it exists;
-//  4. Default(), whose values are those of SPEC §3's example.
+//  4. Default(), whose values are those of the documented example.
 //
 // # Errors
 //
@@ -39,7 +39,7 @@
 // Rules: the task_size_limits counts, parallel_workers, max_attempts,
 // worker.ralph.max_iterations, agent.max_turns and
 // agent.max_consecutive_mistakes are at least 1; complexity_threshold is in
-// 0–13, the complexity scale of SPEC §4; model is a model spec
+// 0–13, the complexity scale of the product contract; model is a model spec
 // (llm.ParseSpec); worker.kind is agent or command; worker.mode is a
 // built-in mode (BuiltinModes) or a custom mode's slug; a command worker
 // needs worker.command; verify.command is not empty; durations ("10m",
@@ -58,9 +58,9 @@
 // environment variables. Config.Redacted and Config.String mask the
 // password of database.url, so a config is safe to print or log.
 //
-// # Extensions beyond SPEC §3
+// # Extensions beyond the documented keys
 //
-// taskloom adds these keys, all optional, to SPEC §3's:
+// taskloom adds these keys, all optional, to the documented ones:
 //
 //   - worker.timeout (default "30m"): the bound on one worker attempt.
 //   - worktree.include (default []): globs of untracked files, such as

@@ -34,7 +34,7 @@ type LoadOpts struct {
 	FlagKeys map[string]string
 }
 
-// Load returns the config with SPEC §1's precedence: flags, then TASKLOOM_*
+// Load returns the config with the documented precedence: flags, then TASKLOOM_*
 // environment variables, then the config file, then Default(). The result
 // is validated. Errors are a *SyntaxError for malformed JSON, a
 // *ValidationError listing *UnknownKeyError and *KeyError problems, or an

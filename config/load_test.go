@@ -37,7 +37,7 @@ func writeConfig(t *testing.T, content string) (string, string) {
 func TestExampleFilesAreTheDefaults(t *testing.T) {
 	clearEnv(t)
 	for _, file := range []string{
-		"testdata/spec_example.json",      // SPEC §3's example, verbatim
+		"testdata/spec_example.json",      // the documented example, verbatim
 		"../.project-config.example.json", // the repo's example, with the extensions
 	} {
 		t.Run(file, func(t *testing.T) {

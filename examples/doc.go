@@ -4,7 +4,7 @@
 // PRODUCT.md and .project-config.json; its go.mod is stored as
 // go.mod.example, since go:embed leaves out folders that hold a go.mod, and
 // CopyProject restores the name) and session.json the scripted model
-// session (SPEC §6) that plays the breakdown and every worker conversation
+// session that plays the breakdown and every worker conversation
 // offline. Its plan auto-splits one task (T3 into T3-a and T3-b), runs two
 // workers in parallel, and has one task (T2) whose first attempt fails its
 // tests and whose second attempt passes.

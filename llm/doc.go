@@ -5,7 +5,7 @@
 //
 // # Model specs
 //
-// A spec is PROVIDER:REST (SPEC §3):
+// A spec is PROVIDER:REST:
 //
 //	anthropic:MODEL                   Anthropic messages API, key from ANTHROPIC_API_KEY
 //	openai:MODEL                      OpenAI chat completions, key from OPENAI_API_KEY
@@ -20,7 +20,7 @@
 //
 // # The scripted model
 //
-// Scripted (SPEC §6) is a real llms.Model that plays a JSON script. The file
+// Scripted is a real llms.Model that plays a JSON script. The file
 // format:
 //
 //	{"conversations": [

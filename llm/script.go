@@ -9,7 +9,7 @@ import (
 	"regexp"
 )
 
-// Script is a parsed scripted session (SPEC §6).
+// Script is a parsed scripted session.
 type Script struct {
 	Conversations []Conversation `json:"conversations"`
 }

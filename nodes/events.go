@@ -10,7 +10,7 @@ import (
 	"github.com/taskloom/taskloom/planner"
 )
 
-// Types of RunEvent (SPEC §1, run --json).
+// Types of RunEvent.
 const (
 	EventRunStarted     = "run_started"
 	EventPlanReady      = "plan_ready"
@@ -26,7 +26,7 @@ const (
 
 // RunEvent is something that happened to a run's tasks, as a script
 // follows it: run --json prints one per line. Which fields a type carries
-// is SPEC §1's; MarshalJSON writes those and no others.
+// is the documented one; MarshalJSON writes those and no others.
 type RunEvent struct {
 	TS    time.Time
 	RunID string
@@ -337,7 +337,7 @@ func isStartEntry(en Entry) bool {
 	return strings.HasPrefix(en.Text, "started ")
 }
 
-// WorkerStatus is one entry of status --json's workers (SPEC §4).
+// WorkerStatus is one entry of status --json's workers.
 type WorkerStatus struct {
 	Worker   int        `json:"worker"`
 	TaskID   string     `json:"task_id"`

@@ -188,7 +188,7 @@ func StatusOf(res graph.Result[State], err error) string {
 
 // completedStatus tells a run that has nothing left to do apart: completed
 // when every task completed, partial when some were skipped or blocked
-// (SPEC §1, exit code 5), failed when one failed.
+// (exit code 5), failed when one failed.
 func completedStatus(s State) string {
 	status := RunCompleted
 	for _, t := range s.Tasks.Values() {
@@ -203,7 +203,7 @@ func completedStatus(s State) string {
 }
 
 // ExitCode is the process exit code of a run that ended, paused or stopped
-// with status (SPEC §1): 0 completed, 3 paused for review, 4 failed or
+// with status: 0 completed, 3 paused for review, 4 failed or
 // aborted, 5 partial, 130 interrupted.
 func ExitCode(status string) int {
 	switch status {

@@ -15,7 +15,7 @@ import (
 	"github.com/taskloom/taskloom/store"
 )
 
-// Run statuses (SPEC §4, status --json).
+// Run statuses.
 const (
 	RunRunning     = "running"
 	RunInterrupted = "interrupted" // stopped (Ctrl-C, a lost store); resumable

@@ -12,7 +12,7 @@ import (
 )
 
 // BreakdownLine is the line the breakdown's first user message contains,
-// directly followed by the PRODUCT.md text (SPEC §6 prompt contract).
+// directly followed by the PRODUCT.md text (the prompt contract).
 const BreakdownLine = "Break down this PRODUCT.md"
 
 // ErrNoModel is returned when a PRODUCT.md without an explicit task list is

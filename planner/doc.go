@@ -1,5 +1,5 @@
-// Package planner turns a product spec into the plan the pipeline executes
-// (SPEC §4): validated raw tasks, scored, auto-split, with their
+// Package planner turns a product spec into the plan the pipeline executes:
+// validated raw tasks, scored, auto-split, with their
 // dependencies checked for cycles and a schedule estimate.
 //
 // # Entry points
@@ -31,7 +31,7 @@
 // # Breakdown
 //
 // The first user message holds the line "Break down this PRODUCT.md"
-// followed by the text (SPEC §6). The answer is taken out of its code fence
+// followed by the text. The answer is taken out of its code fence
 // (ExtractJSON), repaired only where that is certain (Repair: comments,
 // trailing commas, raw control characters in strings, and closing brackets
 // when the text ends right after a complete object or array and the model
@@ -134,6 +134,6 @@
 // pending otherwise (MilestoneStatus). The schedule comes from
 // Opts.ScheduleFunc, by default EstimateSchedule: the critical path by
 // estimated minutes, the lower bound max(critical path, total / workers),
-// and a list-scheduling makespan that follows SPEC §4's selection order and
+// and a list-scheduling makespan that follows the documented selection order and
 // keeps running tasks' files disjoint.
 package planner

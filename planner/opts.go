@@ -7,7 +7,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// Limits are the task_size_limits of SPEC §3. The file, criteria, token and
+// Limits are the task_size_limits of the product contract. The file, criteria, token and
 // time limits are soft: exceeding them produces a warning. The complexity
 // threshold triggers the auto-split when AutoSplit is on.
 type Limits struct {
@@ -20,7 +20,7 @@ type Limits struct {
 	AutoSplit           bool    `json:"auto_split"`
 }
 
-// DefaultLimits returns the defaults of SPEC §3.
+// DefaultLimits returns the defaults of the product contract.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxFilesToCreate:    5,
@@ -121,7 +121,7 @@ const (
 	// DefaultSectionChars is the PRODUCT.md size (in bytes) above which the
 	// breakdown goes one "## " section at a time.
 	DefaultSectionChars = 12000
-	// DefaultMaxAttempts is a task's max_attempts (SPEC §3 max_attempts).
+	// DefaultMaxAttempts is a task's max_attempts.
 	DefaultMaxAttempts = 3
 )
 

@@ -8,7 +8,7 @@ import (
 )
 
 // Plan is the planner's result. Its JSON is the `plan --json` shape of
-// SPEC §4; Splits is extra detail for display.
+// Splits is extra detail for display.
 type Plan struct {
 	Milestones []Milestone `json:"milestones"`
 	// Tasks are the tasks after splitting, in plan order: the raw order,

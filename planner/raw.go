@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 )
 
-// RawPlan is the raw tasks JSON of SPEC §4: what `plan --tasks` reads and
+// RawPlan is the raw tasks JSON of the product contract: what `plan --tasks` reads and
 // what the breakdown model must produce.
 type RawPlan struct {
 	Milestones []RawMilestone `json:"milestones"`

@@ -7,7 +7,7 @@ import (
 	"unicode"
 )
 
-// Schedule is the plan's estimated makespan (SPEC §4).
+// Schedule is the plan's estimated makespan.
 type Schedule struct {
 	Workers           int      `json:"workers"`
 	MakespanMinutes   float64  `json:"makespan_minutes"`

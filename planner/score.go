@@ -7,7 +7,7 @@ import (
 	"unicode"
 )
 
-// Component maxima (SPEC §4).
+// Component maxima.
 const (
 	MaxFileScope              = 5.0
 	MaxCrossFileDeps          = 2.0

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Strategy is how a task was split (SPEC §4).
+// Strategy is how a task was split.
 type Strategy string
 
 // Split strategies, chosen by the dominant normalized component.

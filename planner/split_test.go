@@ -19,7 +19,7 @@ func leavesOf(p *Plan, id string) []Task {
 	return out
 }
 
-// requireSplitInvariants checks SPEC §4's split rules for one raw task.
+// requireSplitInvariants checks the documented split rules for one raw task.
 func requireSplitInvariants(t *testing.T, p *Plan, orig RawTask, threshold float64) {
 	t.Helper()
 	leaves := leavesOf(p, orig.ID)

@@ -3,7 +3,7 @@ package planner
 // Status is a task's place in its life cycle.
 type Status string
 
-// Task statuses (SPEC §4).
+// Task statuses.
 const (
 	StatusPending    Status = "pending"
 	StatusInProgress Status = "in_progress"
@@ -42,7 +42,7 @@ func (p Priority) Rank() int {
 // Level buckets a complexity total.
 type Level string
 
-// Complexity levels (SPEC §4): LOW below 5, MEDIUM below 8, HIGH below 11,
+// Complexity levels: LOW below 5, MEDIUM below 8, HIGH below 11,
 // CRITICAL otherwise.
 const (
 	LevelLow      Level = "LOW"
@@ -62,7 +62,7 @@ type Complexity struct {
 	Level                  Level   `json:"level"`
 }
 
-// Task is one unit of work (SPEC §4).
+// Task is one unit of work.
 type Task struct {
 	ID                  string     `json:"id"`
 	Title               string     `json:"title"`

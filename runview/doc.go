@@ -1,5 +1,4 @@
-// Package runview shows a pipeline run as it goes, in one of three forms
-// (SPEC §1):
+// Package runview shows a pipeline run as it goes, in one of three forms:
 //
 //   - On a terminal, a live view drawn in place with Bubble Tea and Lip
 //     Gloss: one row per worker with its task, attempt, elapsed time,

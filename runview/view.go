@@ -94,7 +94,7 @@ func (v *View) plain(format string, args ...any) {
 	fmt.Fprintf(v.w, "%s %s\n", v.now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-// Started shows the run's start: its ID first (SPEC §1), then its target
+// Started shows the run's start: its ID first, then its target
 // branch and workers. A resumed run says so.
 func (v *View) Started(product, repo, branch string, resumed bool) {
 	v.mu.Lock()

@@ -1,6 +1,6 @@
 // Package scheduler decides which tasks run next, moves tasks through their
 // attempts, detects deadlocks, summarizes progress and simulates a plan's
-// makespan (SPEC §4). Everything here is a pure function over a
+// makespan. Everything here is a pure function over a
 // []planner.Task: nothing is stored and the input is never modified.
 //
 // # Selection

@@ -17,7 +17,7 @@ type Assignment struct {
 }
 
 // Schedule is a simulated run. Its JSON form is the "schedule" object of
-// `taskloom plan --json` (SPEC §4); Assignments and Unscheduled are for Go
+// `taskloom plan --json`; Assignments and Unscheduled are for Go
 // callers.
 type Schedule struct {
 	Workers           int      `json:"workers"`

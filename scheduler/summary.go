@@ -7,7 +7,7 @@ import (
 )
 
 // Summary counts tasks by status, in the shape of the "tasks" object of
-// `taskloom status --json` (SPEC §4).
+// `taskloom status --json`.
 type Summary struct {
 	Total      int    `json:"total"`
 	Pending    int    `json:"pending"`

@@ -15,7 +15,7 @@ var configFlagKeys = map[string]string{
 	"db":      "database.url",
 }
 
-// loadConfig loads the config of the repo at repoDir with SPEC §1's
+// loadConfig loads the config of the repo at repoDir with the documented
 // precedence: cmd's flags (--model, --workers, --db) when the user set them,
 // then TASKLOOM_* variables, then the config file, then the defaults. The
 // file is configFile when set, else the value of cmd's --config flag when

@@ -21,7 +21,7 @@ import (
 type planOpts struct {
 	// Product is the PRODUCT.md to break down; exclusive with Tasks.
 	Product string
-	// Tasks is a raw tasks JSON file (SPEC §4); exclusive with Product.
+	// Tasks is a raw tasks JSON file; exclusive with Product.
 	Tasks string
 	// Model is the model spec for the breakdown; empty means TASKLOOM_MODEL.
 	Model string

@@ -35,7 +35,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 // finishRun shows how the call ended and returns the error that carries
-// its exit code (SPEC §1).
+// its exit code.
 func finishRun(v *runview.View, runID string, res graph.Result[nodes.State], err error) error {
 	status := nodes.StatusOf(res, err)
 	if err != nil && res.Step < 0 && len(res.Next) == 0 && res.State.RunID.Get() == "" {

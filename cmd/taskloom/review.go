@@ -31,7 +31,7 @@ type reviewOpts struct {
 	Resume bool
 }
 
-// reviewActions are the actions of SPEC §1, in the order they are offered.
+// reviewActions are the actions of the product contract, in the order they are offered.
 var reviewActions = []string{nodes.ActionFixed, nodes.ActionRetry, nodes.ActionSkip, nodes.ActionAbort}
 
 // Validate checks the options.

@@ -16,7 +16,7 @@ import (
 	"github.com/taskloom/taskloom/graph/checkpoint"
 )
 
-// Exit codes, as SPEC §1 fixes them.
+// Exit codes, as documented for users.
 const (
 	exitOK          = 0
 	exitError       = 1

@@ -258,7 +258,7 @@ func forkRun(ctx context.Context, s *session, run nodes.Run, meta runMeta, step 
 	return newID, nil
 }
 
-// busyMessage words a lease conflict as SPEC §2 does.
+// busyMessage words a lease conflict as the documentation does.
 func busyMessage(runID string, err error) error {
 	var busy *checkpoint.BusyError
 	if errors.As(err, &busy) {

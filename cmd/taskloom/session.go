@@ -71,7 +71,7 @@ func (s *session) onWait(w llm.WaitInfo) {
 	}
 }
 
-// defaultDBURL is the embedded store of a repo (SPEC §2).
+// defaultDBURL is the embedded store of a repo.
 func defaultDBURL(repo string) string {
 	return filepath.Join(repo, ".taskloom", "taskloom.db")
 }

@@ -51,7 +51,7 @@ func newStatusCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// statusReport is the object status --json prints (SPEC §4).
+// statusReport is the object status --json prints.
 type statusReport struct {
 	RunID          string               `json:"run_id"`
 	Status         string               `json:"status"`

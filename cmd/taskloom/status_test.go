@@ -162,7 +162,7 @@ func TestStatusRunsHistory(t *testing.T) {
 func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	done := r.start(t, "PRODUCT.md", exitOK)
 
-	// status --json: SPEC §4's exact shape.
+	// status --json: the documented exact shape.
 	code, out, errOut := r.cli(t, "status", done, "--json")
 	require.Equal(t, exitOK, code, errOut)
 	st := statusJSON(t, out)

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// Exit codes of SPEC §1 the tests expect.
+// Exit codes of the product contract the tests expect.
 const (
 	exitOK    = 0
 	exitError = 1
