@@ -96,7 +96,14 @@ type ptyRun struct {
 func startPTY(t *testing.T, env []string, args ...string) *ptyRun {
 	t.Helper()
 	cmd := exec.Command(ptyBinary(t), args...)
-	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLORTERM=")
+	// A user's terminal, not CI's: the terminal library turns colour off
+	// when CI is set.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CI=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "TERM=xterm-256color", "COLORTERM=")
 	cmd.Env = append(cmd.Env, env...)
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 40})
 	require.NoError(t, err)
