@@ -187,6 +187,21 @@ func TestE2EPipeline(t *testing.T) {
 				require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
 				t2, _ := res.State.Tasks.Get("T2")
 				require.Equal(t, 1, t2.Attempts, "one failed attempt counted")
+
+				// One attempt number everywhere: the trailer says T2/2, and
+				// so do the history and its export.
+				hargs := append([]string{"history", id, "--all", "--repo", dir}, args[4:]...)
+				code, hout, herr := taskloom(t, hargs...)
+				require.Equal(t, 0, code, herr)
+				require.Contains(t, hout, "T2 attempt 1")
+				require.Contains(t, hout, "T2 attempt 2")
+				require.NotContains(t, hout, "T2 attempt 3")
+				for _, n := range []string{"1", "2"} {
+					code, _, herr = taskloom(t, append([]string{"history", id, "--task", "T2", "--attempt", n, "--export", t.TempDir(), "--repo", dir}, args[4:]...)...)
+					require.Equal(t, 0, code, "history --attempt %s: %s", n, herr)
+				}
+				code, _, _ = taskloom(t, append([]string{"history", id, "--task", "T2", "--attempt", "3", "--export", t.TempDir(), "--repo", dir}, args[4:]...)...)
+				require.NotEqual(t, 0, code, "there was no attempt 3")
 				if workers > 1 {
 					require.Contains(t, stdout, "started T1")
 				}
