@@ -71,10 +71,24 @@ func Breakdown(ctx context.Context, model llms.Model, productMD string, opts *Op
 	if err != nil {
 		return nil, err
 	}
+	productMD = normalizeText(productMD)
 	if HasTaskList(productMD) {
 		r.logger.InfoContext(ctx, "planner: explicit task list, no model call")
-		return ParseTaskList(productMD)
+		return ParseTaskListFile(r.productName, productMD)
 	}
+	warnings := TaskHeadingWarnings(r.productName, productMD)
+	for _, w := range warnings {
+		r.logger.WarnContext(ctx, "planner: "+w)
+	}
+	raw, err := r.breakdownModel(ctx, model, productMD)
+	if err != nil {
+		return nil, err
+	}
+	raw.Warnings = append(warnings, raw.Warnings...)
+	return raw, nil
+}
+
+func (r *resolved) breakdownModel(ctx context.Context, model llms.Model, productMD string) (*RawPlan, error) {
 	if strings.TrimSpace(productMD) == "" {
 		return nil, errors.New("breakdown: the PRODUCT.md is empty")
 	}

@@ -15,17 +15,94 @@ var ErrCycle = errors.New("dependency cycle")
 // depends on T2.
 type CycleError struct {
 	Cycles [][]string
+	// Paths are the cycles as text, with the file behind each file-based
+	// edge (see CyclePaths); when nil, Error joins the IDs of Cycles.
+	Paths []string
 }
 
+// MaxCyclesInError bounds how many cycles CycleError.Error lists; the
+// rest are counted.
+const MaxCyclesInError = 10
+
+// Error is one summary line, then the cycles one per line, at most
+// MaxCyclesInError of them, then "… and N more cycles".
 func (e *CycleError) Error() string {
-	paths := make([]string, len(e.Cycles))
-	for i, c := range e.Cycles {
-		paths[i] = strings.Join(c, " -> ")
+	paths := e.Paths
+	if paths == nil {
+		paths = make([]string, len(e.Cycles))
+		for i, c := range e.Cycles {
+			paths[i] = strings.Join(c, " -> ")
+		}
 	}
+	var b strings.Builder
 	if len(paths) == 1 {
-		return "dependency cycle: " + paths[0]
+		b.WriteString("dependency cycle:")
+	} else {
+		fmt.Fprintf(&b, "%d dependency cycles:", len(paths))
 	}
-	return fmt.Sprintf("%d dependency cycles: %s", len(paths), strings.Join(paths, "; "))
+	for i, p := range paths {
+		if i == MaxCyclesInError {
+			more := len(paths) - i
+			if more == 1 {
+				b.WriteString("\n  … and 1 more cycle")
+			} else {
+				fmt.Fprintf(&b, "\n  … and %d more cycles", more)
+			}
+			break
+		}
+		b.WriteString("\n  " + p)
+	}
+	return b.String()
+}
+
+// CyclePaths writes each cycle as "T2 -> T5 (T5 creates src/a.go) -> T2":
+// an edge that a file explains (the dependent task modifies or tests a
+// file that the other creates) names that file.
+func CyclePaths(tasks []Task, cycles [][]string) []string {
+	index := make(map[string]int, len(tasks))
+	for i := range tasks {
+		index[tasks[i].ID] = i
+	}
+	out := make([]string, len(cycles))
+	for i, c := range cycles {
+		var b strings.Builder
+		for k, id := range c {
+			if k > 0 {
+				b.WriteString(" -> ")
+			}
+			b.WriteString(id)
+			if k == 0 {
+				continue
+			}
+			from, okf := index[c[k-1]]
+			to, okt := index[id]
+			if !okf || !okt {
+				continue
+			}
+			if f := edgeFile(&tasks[from], &tasks[to]); f != "" {
+				fmt.Fprintf(&b, " (%s creates %s)", id, f)
+			}
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
+// edgeFile returns the first file that from modifies or tests and to
+// creates, or "".
+func edgeFile(from, to *Task) string {
+	if len(to.FilesToCreate) == 0 {
+		return ""
+	}
+	created := toSet(to.FilesToCreate)
+	for _, list := range [][]string{from.FilesToModify, from.TestFiles} {
+		for _, f := range list {
+			if created[f] {
+				return f
+			}
+		}
+	}
+	return ""
 }
 
 // Unwrap makes errors.Is(err, ErrCycle) true.

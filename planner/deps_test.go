@@ -98,25 +98,25 @@ func TestCycles(t *testing.T) {
 			name:  "one",
 			tasks: []RawTask{rt("T1"), rt("T2", "T5"), rt("T3"), rt("T4"), rt("T5", "T2")},
 			want:  [][]string{{"T2", "T5", "T2"}},
-			msg:   "dependency cycle: T2 -> T5 -> T2",
+			msg:   "dependency cycle:\n  T2 -> T5 -> T2",
 		},
 		{
 			name:  "a self-dependency",
 			tasks: []RawTask{rt("T1", "T1"), rt("T2", "T1")},
 			want:  [][]string{{"T1", "T1"}},
-			msg:   "dependency cycle: T1 -> T1",
+			msg:   "dependency cycle:\n  T1 -> T1",
 		},
 		{
 			name:  "several, disjoint",
 			tasks: []RawTask{rt("T1", "T3"), rt("T2", "T2"), rt("T3", "T1"), rt("T4", "T6"), rt("T5", "T4"), rt("T6", "T5")},
 			want:  [][]string{{"T1", "T3", "T1"}, {"T2", "T2"}, {"T4", "T6", "T5", "T4"}},
-			msg:   "3 dependency cycles: T1 -> T3 -> T1; T2 -> T2; T4 -> T6 -> T5 -> T4",
+			msg:   "3 dependency cycles:\n  T1 -> T3 -> T1\n  T2 -> T2\n  T4 -> T6 -> T5 -> T4",
 		},
 		{
 			name:  "several sharing tasks",
 			tasks: []RawTask{rt("T1", "T2", "T3"), rt("T2", "T1"), rt("T3", "T2")},
 			want:  [][]string{{"T1", "T2", "T1"}, {"T1", "T3", "T2", "T1"}},
-			msg:   "2 dependency cycles: T1 -> T2 -> T1; T1 -> T3 -> T2 -> T1",
+			msg:   "2 dependency cycles:\n  T1 -> T2 -> T1\n  T1 -> T3 -> T2 -> T1",
 		},
 		{
 			name: "through a file-based dependency",
@@ -127,7 +127,7 @@ func TestCycles(t *testing.T) {
 				return []RawTask{a, b}
 			}(),
 			want: [][]string{{"T1", "T2", "T1"}},
-			msg:  "dependency cycle: T1 -> T2 -> T1",
+			msg:  "dependency cycle:\n  T1 -> T2 -> T1 (T1 creates a.go)",
 		},
 	}
 	for _, tt := range tests {

@@ -122,7 +122,22 @@
 // tests a file another task creates depends on that task
 // (AddFileDependencies). FindCycles lists every elementary cycle (up to
 // MaxCycles) as a path that starts and ends at its earliest task in plan
-// order, such as T2 -> T5 -> T2; a self-dependency is T1 -> T1.
+// order, such as T2 -> T5 -> T2; a self-dependency is T1 -> T1. In the
+// error and the table, an edge that a file explains names it: T2 -> T5
+// (T2 creates src/a.go). The error is one summary line, then one cycle per
+// line, at most MaxCyclesInError of them and a count of the rest.
+//
+// # Forgiving input
+//
+// Raw tasks JSON and PRODUCT.md may start with a UTF-8 byte order mark and
+// use CRLF line ends. Checkboxes ("- [ ] …", "- [x] …") are dropped from
+// list items and criteria. Paths are compared as NormalizePath gives them
+// ("./src/a.go" is "src/a.go"). A PRODUCT.md heading that looks like a task
+// but does not follow "### Task ID: title" ("### T1: x", "### Task T1 - x",
+// any case) is read as a task when it is a "###" heading with an ID and a
+// title under a milestone, and is otherwise a warning naming its line
+// (TaskHeadingWarnings), also when the file goes to the model. Markdown
+// problems, schema problems included, name their line: "PRODUCT.md:12: …".
 // Warnings report the soft limits of task_size_limits (files to create and
 // modify, criteria, input tokens, minutes) on the final tasks, unsplittable
 // parts, tasks left above the threshold, and milestones without tasks.

@@ -7,29 +7,121 @@ import (
 	"strings"
 )
 
+// DefaultProductName names the PRODUCT.md in markdown errors and warnings
+// ("PRODUCT.md:12: …") when no other name is given.
+const DefaultProductName = "PRODUCT.md"
+
+const bom = "\ufeff"
+
+// normalizeText removes a UTF-8 byte order mark and turns CRLF (and lone CR)
+// line ends into LF.
+func normalizeText(s string) string {
+	s = strings.TrimPrefix(s, bom)
+	if strings.Contains(s, "\r") {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+		s = strings.ReplaceAll(s, "\r", "\n")
+	}
+	return s
+}
+
 var (
 	milestoneHeading = regexp.MustCompile(`^##\s+Milestone\s+([^\s:]+)\s*:\s*(.*?)\s*$`)
 	taskHeading      = regexp.MustCompile(`^###\s+Task\s+([^\s:]+)\s*:\s*(.*?)\s*$`)
 	anyHeading       = regexp.MustCompile(`^#{1,6}\s`)
-	keyBullet        = regexp.MustCompile(`^ ?[-*]\s+([A-Za-z_ ]+?)\s*:\s*(.*?)\s*$`)
-	topBullet        = regexp.MustCompile(`^ ?[-*]\s+`)
-	nestedBullet     = regexp.MustCompile(`^(?:\s{2,}|\t)[-*]\s+(.*?)\s*$`)
+	keyBullet        = regexp.MustCompile(`^ ?[-*+]\s+(?:\[[ xX]\]\s+)?([A-Za-z_ ]+?)\s*:\s*(.*?)\s*$`)
+	topBullet        = regexp.MustCompile(`^ ?[-*+]\s+`)
+	nestedBullet     = regexp.MustCompile(`^(?:\s{2,}|\t)[-*+]\s+(?:\[[ xX]\]\s+)?(.*?)\s*$`)
+	checkbox         = regexp.MustCompile(`^\[[ xX]\]\s+`)
+
+	// Near-miss task headings: "Task T1 - title", "task t1: title" (any
+	// case, any separator) and "T1: title" (no "Task"). The ID must
+	// contain a digit.
+	headingText  = regexp.MustCompile(`^(#{1,6})\s*(.*?)\s*$`)
+	nearTaskWord = regexp.MustCompile(`(?i)^task\s+#?([A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)*)\s*(?:(?:[:.)]|\s[-\x{2013}\x{2014}])\s*(.*?))?\s*$`)
+	nearTaskID   = regexp.MustCompile(`^([A-Za-z]{1,5}[-_]?\d+(?:[_.-][A-Za-z0-9]+)*)\s*(?:[:.)]|\s[-\x{2013}\x{2014}])\s*(.+?)\s*$`)
 )
 
+// stripCheckbox removes a leading "[ ] " or "[x] " from a list item.
+func stripCheckbox(s string) string {
+	return checkbox.ReplaceAllString(s, "")
+}
+
+// nearTask reports whether a heading line looks like a task heading that
+// does not follow "### Task ID: title". ok is true for such a heading;
+// parse is true when it can be read as a task unambiguously (a "###"
+// heading with an ID and a title).
+func nearTask(line string) (id, title string, ok, parse bool) {
+	if taskHeading.MatchString(line) {
+		return "", "", false, false
+	}
+	h := headingText.FindStringSubmatch(line)
+	if h == nil || !anyHeading.MatchString(line) {
+		return "", "", false, false
+	}
+	level, text := len(h[1]), h[2]
+	if m := nearTaskWord.FindStringSubmatch(text); m != nil && level >= 2 && strings.ContainsAny(m[1], "0123456789") {
+		id, title = m[1], m[2]
+	} else if m := nearTaskID.FindStringSubmatch(text); m != nil && level >= 3 {
+		id, title = m[1], m[2]
+	} else {
+		return "", "", false, false
+	}
+	return id, title, true, level == 3 && title != ""
+}
+
 // HasTaskList reports whether a PRODUCT.md contains an explicit task list:
-// at least one "### Task ID: title" heading outside code fences.
+// at least one "### Task ID: title" heading outside code fences, or a
+// near-miss task heading that reads as one ("### T1: title", "### task t1 -
+// title") under a "## Milestone ID: name" heading.
 func HasTaskList(productMD string) bool {
-	fenced := false
-	for _, line := range strings.Split(productMD, "\n") {
+	fenced, inMilestone := false, false
+	for _, line := range strings.Split(normalizeText(productMD), "\n") {
 		if isFence(line) {
 			fenced = !fenced
 			continue
 		}
-		if !fenced && taskHeading.MatchString(strings.TrimRight(line, "\r")) {
+		if fenced || !anyHeading.MatchString(line) {
+			continue
+		}
+		if taskHeading.MatchString(line) {
 			return true
+		}
+		if milestoneHeading.MatchString(line) {
+			inMilestone = true
+			continue
+		}
+		if _, _, _, parse := nearTask(line); parse && inMilestone {
+			return true
+		}
+		if strings.HasPrefix(line, "## ") || strings.HasPrefix(line, "# ") {
+			inMilestone = false
 		}
 	}
 	return false
+}
+
+// TaskHeadingWarnings lists the headings of a PRODUCT.md without an
+// explicit task list (see HasTaskList) that look like task headings, each
+// naming its line, so that they do not go to the model unnoticed.
+func TaskHeadingWarnings(name, productMD string) []string {
+	if name == "" {
+		name = DefaultProductName
+	}
+	var out []string
+	fenced := false
+	for i, line := range strings.Split(normalizeText(productMD), "\n") {
+		if isFence(line) {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		if _, _, ok, _ := nearTask(line); ok {
+			out = append(out, fmt.Sprintf("%s:%d: heading %q looks like a task but is not read as one (an explicit task list needs \"### Task ID: title\" under \"## Milestone ID: name\"); the whole file goes to the model", name, i+1, strings.TrimSpace(line)))
+		}
+	}
+	return out
 }
 
 func isFence(line string) bool {
@@ -38,13 +130,25 @@ func isFence(line string) bool {
 }
 
 // ParseTaskList parses the explicit task list of a PRODUCT.md (the format
-// is in the README) into raw tasks and validates them. Markdown problems are
-// reported as "line N"; schema problems with their JSON path, as for raw
-// tasks JSON.
+// is in the README) into raw tasks and validates them, as
+// ParseTaskListFile with DefaultProductName.
 func ParseTaskList(productMD string) (*RawPlan, error) {
-	p := &mdParser{raw: &RawPlan{}}
-	for i, line := range strings.Split(productMD, "\n") {
-		p.line(i+1, strings.TrimRight(line, "\r"))
+	return ParseTaskListFile(DefaultProductName, productMD)
+}
+
+// ParseTaskListFile parses the explicit task list of the PRODUCT.md called
+// name. A byte order mark and CRLF line ends are accepted, and checkboxes
+// ("- [ ] …") are dropped from list items. Every problem, schema problems
+// included, names its line ("PRODUCT.md:12: …"). Near-miss task headings
+// are read as tasks where unambiguous, with a warning in RawPlan.Warnings,
+// and are otherwise reported as a warning naming their line.
+func ParseTaskListFile(name, productMD string) (*RawPlan, error) {
+	if name == "" {
+		name = DefaultProductName
+	}
+	p := &mdParser{raw: &RawPlan{}, name: name, lines: map[string]int{}}
+	for i, line := range strings.Split(normalizeText(productMD), "\n") {
+		p.line(i+1, line)
 	}
 	if len(p.issues) > 0 {
 		return nil, &ValidationError{Issues: p.issues}
@@ -52,10 +156,51 @@ func ParseTaskList(productMD string) (*RawPlan, error) {
 	for i := range p.raw.Milestones {
 		p.raw.Milestones[i].Description = strings.TrimSpace(p.raw.Milestones[i].Description)
 	}
-	if err := p.raw.Validate(); err != nil {
-		return nil, err
+	if issues := p.raw.validate(); len(issues) > 0 {
+		for i := range issues {
+			issues[i] = p.locate(issues[i])
+		}
+		return nil, &ValidationError{Issues: issues}
 	}
 	return p.raw, nil
+}
+
+var schemaPath = regexp.MustCompile(`^(tasks|milestones)\[(\d+)\](?:\.([a-z_]+)(?:\[(\d+)\])?)?$`)
+
+// locate turns a schema issue's JSON path into the line of the markdown it
+// comes from: the list item, else its key, else the heading.
+func (p *mdParser) locate(is Issue) Issue {
+	m := schemaPath.FindStringSubmatch(is.Path)
+	if m == nil {
+		return Issue{Path: p.name, Msg: is.Path + ": " + is.Msg}
+	}
+	prefix := m[1] + "[" + m[2] + "]"
+	line := p.lines[prefix]
+	if m[3] != "" {
+		if n, ok := p.lines[prefix+"."+m[3]]; ok {
+			line = n
+		}
+		if m[4] != "" {
+			if n, ok := p.lines[prefix+"."+m[3]+"["+m[4]+"]"]; ok {
+				line = n
+			}
+		}
+	}
+	what := ""
+	i, _ := strconv.Atoi(m[2])
+	if m[1] == "tasks" && i < len(p.raw.Tasks) {
+		what = "task " + p.raw.Tasks[i].ID
+	} else if m[1] == "milestones" && i < len(p.raw.Milestones) {
+		what = "milestone " + p.raw.Milestones[i].ID
+	}
+	if m[3] != "" {
+		what += " " + m[3]
+	}
+	loc := p.name
+	if line > 0 {
+		loc = fmt.Sprintf("%s:%d", p.name, line)
+	}
+	return Issue{Path: loc, Msg: what + ": " + is.Msg}
 }
 
 type mdParser struct {
@@ -66,10 +211,21 @@ type mdParser struct {
 	task      *RawTask      // current task, nil outside one
 	listKey   string        // list key that nested bullets add to
 	lineNo    int
+	name      string         // the PRODUCT.md's name in issues
+	lines     map[string]int // JSON path -> line, for schema issues
 }
 
 func (p *mdParser) add(format string, args ...any) {
-	p.issues = append(p.issues, Issue{Path: fmt.Sprintf("line %d", p.lineNo), Msg: fmt.Sprintf(format, args...)})
+	p.issues = append(p.issues, Issue{Path: fmt.Sprintf("%s:%d", p.name, p.lineNo), Msg: fmt.Sprintf(format, args...)})
+}
+
+func (p *mdParser) warn(format string, args ...any) {
+	p.raw.Warnings = append(p.raw.Warnings, fmt.Sprintf("%s:%d: ", p.name, p.lineNo)+fmt.Sprintf(format, args...))
+}
+
+// taskPath is the JSON path of the current task.
+func (p *mdParser) taskPath() string {
+	return fmt.Sprintf("tasks[%d]", len(p.raw.Tasks)-1)
 }
 
 const markdownKeys = "user_story, priority, acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies, estimated_minutes"
@@ -91,10 +247,24 @@ func (p *mdParser) line(n int, line string) {
 	if m := milestoneHeading.FindStringSubmatch(line); m != nil {
 		p.raw.Milestones = append(p.raw.Milestones, RawMilestone{ID: m[1], Name: m[2]})
 		p.milestone = &p.raw.Milestones[len(p.raw.Milestones)-1]
+		p.lines[fmt.Sprintf("milestones[%d]", len(p.raw.Milestones)-1)] = n
 		p.task, p.listKey = nil, ""
 		return
 	}
-	if m := taskHeading.FindStringSubmatch(line); m != nil {
+	m := taskHeading.FindStringSubmatch(line)
+	if m == nil {
+		if id, title, ok, parse := nearTask(line); ok {
+			if !parse {
+				p.warn("heading %q looks like a task but is not read as one (write \"### Task %s: title\")", strings.TrimSpace(line), id)
+			} else {
+				m = []string{line, id, title}
+				if p.milestone != nil {
+					p.warn("read heading %q as \"### Task %s: %s\"", strings.TrimSpace(line), id, title)
+				}
+			}
+		}
+	}
+	if m != nil {
 		p.listKey = ""
 		if p.milestone == nil {
 			p.task = nil
@@ -103,6 +273,7 @@ func (p *mdParser) line(n int, line string) {
 		}
 		p.raw.Tasks = append(p.raw.Tasks, RawTask{ID: m[1], Title: m[2], MilestoneID: p.milestone.ID})
 		p.task = &p.raw.Tasks[len(p.raw.Tasks)-1]
+		p.lines[p.taskPath()] = n
 		return
 	}
 	if anyHeading.MatchString(line) {
@@ -141,7 +312,7 @@ func (p *mdParser) taskLine(line string) {
 			p.add("nested item %q in task %s does not follow a list key (acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies)", m[1], t.ID)
 			return
 		}
-		p.appendItem(p.listKey, m[1])
+		p.appendItem(p.listKey, stripCheckbox(m[1]))
 		return
 	}
 	m := keyBullet.FindStringSubmatch(line)
@@ -155,6 +326,7 @@ func (p *mdParser) taskLine(line string) {
 	}
 	key, val := normKey(m[1]), m[2]
 	p.listKey = ""
+	p.lines[p.taskPath()+"."+key] = p.lineNo
 	if listKeys[key] {
 		p.listKey = key
 		p.setList(key)
@@ -162,7 +334,7 @@ func (p *mdParser) taskLine(line string) {
 			return
 		}
 		if key == "acceptance_criteria" {
-			p.appendItem(key, val)
+			p.appendItem(key, stripCheckbox(val))
 			return
 		}
 		for _, item := range strings.Split(val, ",") {
@@ -216,5 +388,6 @@ func (p *mdParser) appendItem(key, item string) {
 		item = strings.Trim(item, "`")
 	}
 	l := p.list(key)
+	p.lines[fmt.Sprintf("%s.%s[%d]", p.taskPath(), key, len(*l))] = p.lineNo
 	*l = append(*l, item)
 }

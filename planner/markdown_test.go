@@ -83,31 +83,31 @@ func TestParseTaskListErrors(t *testing.T) {
 		{
 			name: "task outside a milestone",
 			md:   "# X\n### Task T1: a\n- acceptance_criteria: ok\n",
-			want: []string{`line 2: task T1 is not under a "## Milestone ID: name" heading`},
+			want: []string{`PRODUCT.md:2: task T1 is not under a "## Milestone ID: name" heading`},
 		},
 		{
 			name: "unknown key and stray text",
 			md:   "## Milestone M1: a\n### Task T1: a\n- prio: high\nsome text\n- just a bullet\n",
 			want: []string{
-				`line 3: unknown key "prio" in task T1 (allowed: user_story, priority, acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies, estimated_minutes)`,
-				`line 4: unexpected text in task T1: "some text" (task fields are "- key: value" items)`,
-				`line 5: expected "- key: value" in task T1, got "- just a bullet"`,
+				`PRODUCT.md:3: unknown key "prio" in task T1 (allowed: user_story, priority, acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies, estimated_minutes)`,
+				`PRODUCT.md:4: unexpected text in task T1: "some text" (task fields are "- key: value" items)`,
+				`PRODUCT.md:5: expected "- key: value" in task T1, got "- just a bullet"`,
 			},
 		},
 		{
 			name: "nested item without a list key",
 			md:   "## Milestone M1: a\n### Task T1: a\n- priority: high\n  - oops\n",
-			want: []string{`line 4: nested item "oops" in task T1 does not follow a list key (acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies)`},
+			want: []string{`PRODUCT.md:4: nested item "oops" in task T1 does not follow a list key (acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies)`},
 		},
 		{
 			name: "bad minutes",
 			md:   "## Milestone M1: a\n### Task T1: a\n- estimated_minutes: soon\n",
-			want: []string{`line 3: estimated_minutes of task T1 must be a number, got "soon"`},
+			want: []string{`PRODUCT.md:3: estimated_minutes of task T1 must be a number, got "soon"`},
 		},
 		{
-			name: "schema problems keep their JSON paths",
+			name: "schema problems name their lines",
 			md:   "## Milestone M1: a\n### Task T1: a\n- dependencies: T9\n",
-			want: []string{"tasks[0].acceptance_criteria: must have at least one criterion", `tasks[0].dependencies[0]: unknown task "T9"`},
+			want: []string{"PRODUCT.md:2: task T1 acceptance_criteria: must have at least one criterion", `PRODUCT.md:3: task T1 dependencies: unknown task "T9"`},
 		},
 		{
 			name: "headings in code fences are ignored",

@@ -153,6 +153,9 @@ type Opts struct {
 	CallOptions []llms.CallOption
 	// Logger receives the breakdown's progress; nil discards it.
 	Logger *slog.Logger
+	// ProductName names the PRODUCT.md in markdown errors and warnings
+	// ("PRODUCT.md:12: …"); default DefaultProductName.
+	ProductName string
 }
 
 // resolved is Opts with every default filled in.
@@ -166,6 +169,7 @@ type resolved struct {
 	sectionChars int
 	callOptions  []llms.CallOption
 	logger       *slog.Logger
+	productName  string
 }
 
 func (o *Opts) resolve() (*resolved, error) {
@@ -181,6 +185,10 @@ func (o *Opts) resolve() (*resolved, error) {
 		sectionChars: o.SectionChars,
 		callOptions:  o.CallOptions,
 		logger:       o.Logger,
+		productName:  o.ProductName,
+	}
+	if r.productName == "" {
+		r.productName = DefaultProductName
 	}
 	if o.Limits != nil {
 		r.limits = *o.Limits

@@ -53,6 +53,7 @@ func Build(raw *RawPlan, opts *Opts) (*Plan, error) {
 	cp := &RawPlan{
 		Milestones: append([]RawMilestone(nil), raw.Milestones...),
 		Tasks:      append([]RawTask(nil), raw.Tasks...),
+		Warnings:   raw.Warnings,
 	}
 	if err := cp.Validate(); err != nil {
 		return nil, err
@@ -64,7 +65,7 @@ func (r *resolved) build(raw *RawPlan) (*Plan, error) {
 	p := &Plan{
 		Milestones: make([]Milestone, len(raw.Milestones)),
 		Tasks:      make([]Task, 0, 2*len(raw.Tasks)),
-		Warnings:   []string{},
+		Warnings:   append([]string{}, raw.Warnings...),
 		Cycles:     [][]string{},
 	}
 	for i, m := range raw.Milestones {
@@ -110,7 +111,7 @@ func (r *resolved) build(raw *RawPlan) (*Plan, error) {
 			p.Warnings = append(p.Warnings, fmt.Sprintf("only the first %d dependency cycles are listed", MaxCycles))
 		}
 		p.Schedule = Schedule{Workers: r.workers, CriticalPath: []string{}}
-		return p, &CycleError{Cycles: cycles}
+		return p, &CycleError{Cycles: cycles, Paths: CyclePaths(p.Tasks, cycles)}
 	}
 	p.Schedule = r.scheduleFunc(p.Tasks, p.Milestones, r.workers)
 	if p.Schedule.CriticalPath == nil {

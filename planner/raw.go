@@ -18,6 +18,10 @@ import (
 type RawPlan struct {
 	Milestones []RawMilestone `json:"milestones"`
 	Tasks      []RawTask      `json:"tasks"`
+	// Warnings are problems in the input that are not errors, such as a
+	// near-miss task heading in a PRODUCT.md; Build passes them on to the
+	// plan's warnings. They are not part of the JSON.
+	Warnings []string `json:"-"`
 }
 
 // RawMilestone is a milestone as the raw tasks JSON gives it.
@@ -109,7 +113,10 @@ func (e *ValidationError) Lines() []string {
 // ParseRaw decodes raw tasks JSON and validates it (see Validate). Every
 // problem is reported with its JSON path in a *ValidationError; a JSON
 // syntax error is reported with its line and column.
+//
+// A UTF-8 byte order mark and CRLF line ends are accepted.
 func ParseRaw(data []byte) (*RawPlan, error) {
+	data = bytes.TrimPrefix(data, []byte(bom))
 	root, err := decodeJSON(data)
 	if err != nil {
 		return nil, &ValidationError{Issues: []Issue{{Msg: err.Error()}}}
@@ -444,7 +451,7 @@ func (r *RawPlan) validate() []Issue {
 		if len(t.AcceptanceCriteria) == 0 {
 			d.add(p+".acceptance_criteria", "must have at least one criterion")
 		}
-		t.AcceptanceCriteria = d.dedupe(p+".acceptance_criteria", t.AcceptanceCriteria, func(s string) string { return strings.TrimSpace(s) })
+		t.AcceptanceCriteria = d.dedupe(p+".acceptance_criteria", t.AcceptanceCriteria, func(s string) string { return stripCheckbox(strings.TrimSpace(s)) })
 		t.FilesToCreate = d.paths(p+".files_to_create", t.FilesToCreate)
 		t.FilesToModify = d.paths(p+".files_to_modify", t.FilesToModify)
 		t.TestFiles = d.paths(p+".test_files", t.TestFiles)
@@ -530,7 +537,7 @@ func (d *rawDecoder) paths(p string, list []string) []string {
 	for i, s := range list {
 		ip := fmt.Sprintf("%s[%d]", p, i)
 		s = strings.TrimSpace(s)
-		c := path.Clean(s)
+		c := NormalizePath(s)
 		switch {
 		case s == "":
 			d.add(ip, "must not be empty")
@@ -546,4 +553,11 @@ func (d *rawDecoder) paths(p string, list []string) []string {
 		}
 	}
 	return out
+}
+
+// NormalizePath is the form in which file paths are compared: trimmed and
+// cleaned (path.Clean), so that "./src/a.go" and "src//b/../a.go" are both
+// "src/a.go". Validate rejects backslashes, so paths use forward slashes.
+func NormalizePath(s string) string {
+	return path.Clean(strings.TrimSpace(s))
 }

@@ -63,8 +63,8 @@ func (p *Plan) WriteTable(w io.Writer) error {
 	}
 	if len(p.Cycles) > 0 {
 		fmt.Fprintf(ew, "\nDependency cycles (%d):\n", len(p.Cycles))
-		for _, c := range p.Cycles {
-			fmt.Fprintf(ew, "  %s\n", strings.Join(c, " -> "))
+		for _, c := range CyclePaths(p.Tasks, p.Cycles) {
+			fmt.Fprintf(ew, "  %s\n", c)
 		}
 		return ew.err
 	}

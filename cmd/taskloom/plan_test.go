@@ -81,7 +81,7 @@ func TestPlanCycle(t *testing.T) {
 	repo := t.TempDir()
 	code, out, errOut := runPlan(t, "plan", "--tasks", filepath.Join(planData, "cycle.json"), "--repo", repo)
 	require.Equal(t, 1, code)
-	require.Equal(t, "taskloom: plan: 2 dependency cycles: T2 -> T5 -> T2; T3 -> T3; remove one dependency of each cycle "+
+	require.Equal(t, "taskloom: plan: 2 dependency cycles:\n  T2 -> T5 -> T2 (T2 creates server/server.go)\n  T3 -> T3; remove one dependency of each cycle "+
 		"(file-based dependencies count: a task that modifies or tests a file depends on its creator)\n", errOut)
 	requireGolden(t, "cycle.table", out)
 
