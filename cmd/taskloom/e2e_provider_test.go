@@ -16,6 +16,7 @@ import (
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/llm/llmtest"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 const (
@@ -26,6 +27,8 @@ const (
 // providerRun is a textkit repo whose model is a real provider client
 // talking to a fake server that replays the textkit session.
 type providerRun struct {
+	// db is the PostgreSQL store's URL, or "" for SQLite.
+	db   string
 	dir  string
 	spec string
 	key  string
@@ -61,13 +64,20 @@ func passingT2(s *llm.Script) {
 
 // newProviderRun sets up the repo and the fake server, and points the
 // provider's base URL and key variables at them.
-func newProviderRun(t *testing.T, spec string, faults llmtest.FaultFunc, config func(map[string]any)) *providerRun {
+func newProviderRun(t *testing.T, kind, spec string, faults llmtest.FaultFunc, config func(map[string]any)) *providerRun {
 	t.Helper()
 	r := &providerRun{spec: spec}
+	if kind == "postgres" {
+		r.db = storetest.NewPostgresSchema(t)
+	}
 	r.dir = exampleRepo(t, func(c map[string]any) {
 		c["parallel_workers"] = 3
 		c["model"] = spec
 		c["llm"] = map[string]any{"request_timeout": "1s"}
+		if r.db != "" {
+			// Every command of the run reads its store from the config.
+			c["database"] = map[string]any{"url": r.db}
+		}
 		if config != nil {
 			config(c)
 		}
@@ -118,6 +128,10 @@ func (r *providerRun) keysWhereAllowed(t *testing.T, outputs ...string) {
 	for _, out := range outputs {
 		require.NotContains(t, out, r.key)
 	}
+	if r.db != "" {
+		require.NotContains(t, dumpStore(t, "postgres", r.dir, []string{r.db}), r.key, "the key is never stored")
+		return
+	}
 	files, _ := filepath.Glob(filepath.Join(r.dir, ".taskloom", "taskloom.db*"))
 	require.NotEmpty(t, files)
 	for _, f := range files {
@@ -136,81 +150,83 @@ func (r *providerRun) keysWhereAllowed(t *testing.T, outputs ...string) {
 // reports the usage the server reported.
 func TestE2EProvidersUnderFaults(t *testing.T) {
 	skipShort(t)
-	for _, spec := range []string{"anthropic:claude-sonnet-4-5", "openai:gpt-4o"} {
-		t.Run(spec, func(t *testing.T) {
-			var requests atomic.Int64
-			faults := func(turn llmtest.Turn, try int) llmtest.Fault {
-				n := requests.Add(1)
-				fast := http.Header{"Retry-After-Ms": {"20"}}
-				switch {
-				case try == 0 && strings.HasPrefix(turn.FirstUser, "Task: T1 ") && turn.Assistants == 2:
-					return llmtest.Fault{Stall: 5 * time.Second}
-				case try == 0 && strings.HasPrefix(turn.FirstUser, "Task: T3-a ") && turn.Assistants == 0:
-					return llmtest.Fault{Truncate: true}
-				case strings.HasPrefix(turn.FirstUser, "Task: T4 ") && turn.Assistants == 0:
-					return llmtest.Fault{ArgsAsObject: true}
-				case n >= 4 && n <= 9:
-					// A burst while the workers run: each waits out
-					// retry-after, and the limiter holds back the others.
-					return llmtest.Fault{Status: 429, Header: http.Header{"Retry-After": {"1"}}}
-				case try > 0:
+	for _, kind := range []string{"sqlite", "postgres"} {
+		for _, spec := range []string{"anthropic:claude-sonnet-4-5", "openai:gpt-4o"} {
+			t.Run(kind+"/"+spec, func(t *testing.T) {
+				var requests atomic.Int64
+				faults := func(turn llmtest.Turn, try int) llmtest.Fault {
+					n := requests.Add(1)
+					fast := http.Header{"Retry-After-Ms": {"20"}}
+					switch {
+					case try == 0 && strings.HasPrefix(turn.FirstUser, "Task: T1 ") && turn.Assistants == 2:
+						return llmtest.Fault{Stall: 5 * time.Second}
+					case try == 0 && strings.HasPrefix(turn.FirstUser, "Task: T3-a ") && turn.Assistants == 0:
+						return llmtest.Fault{Truncate: true}
+					case strings.HasPrefix(turn.FirstUser, "Task: T4 ") && turn.Assistants == 0:
+						return llmtest.Fault{ArgsAsObject: true}
+					case n >= 4 && n <= 9:
+						// A burst while the workers run: each waits out
+						// retry-after, and the limiter holds back the others.
+						return llmtest.Fault{Status: 429, Header: http.Header{"Retry-After": {"1"}}}
+					case try > 0:
+						return llmtest.Fault{}
+					}
+					h := fnv.New32a()
+					h.Write([]byte(turn.Key))
+					switch h.Sum32() % 4 {
+					case 0:
+						return llmtest.Fault{Status: 529, Header: fast}
+					case 1:
+						return llmtest.Fault{Status: 500, Header: fast}
+					case 2:
+						return llmtest.Fault{Reset: true}
+					}
 					return llmtest.Fault{}
 				}
-				h := fnv.New32a()
-				h.Write([]byte(turn.Key))
-				switch h.Sum32() % 4 {
-				case 0:
-					return llmtest.Fault{Status: 529, Header: fast}
-				case 1:
-					return llmtest.Fault{Status: 500, Header: fast}
-				case 2:
-					return llmtest.Fault{Reset: true}
+				r := newProviderRun(t, kind, spec, faults, nil)
+				code, stdout, stderr := taskloom(t, "run", filepath.Join(r.dir, "PRODUCT.md"), "--repo", r.dir)
+				require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+				id := runID(t, stdout)
+				goTestPasses(t, r.dir)
+
+				tr := trailers(t, r.dir)
+				require.Equal(t, []string{"T1", "T2", "T3-a", "T3-b", "T4"}, sortedKeys(tr))
+				for task, seqs := range tr {
+					require.Equal(t, []string{"1"}, seqs, "task %s is integrated with attempt 1: faults cost no attempt", task)
 				}
-				return llmtest.Fault{}
-			}
-			r := newProviderRun(t, spec, faults, nil)
-			code, stdout, stderr := taskloom(t, "run", filepath.Join(r.dir, "PRODUCT.md"), "--repo", r.dir)
-			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-			id := runID(t, stdout)
-			goTestPasses(t, r.dir)
+				calls := r.srv.Calls()
+				require.Empty(t, llmtest.RetriedEqual(calls))
+				var faulted, cut, objectArgs, isError bool
+				for _, c := range calls {
+					faulted = faulted || c.Fault.Failed()
+					cut = cut || c.Fault.Truncate
+					objectArgs = objectArgs || c.Fault.ArgsAsObject
+					isError = isError || strings.Contains(string(c.Body), `"is_error":true`)
+				}
+				require.True(t, faulted, "faults were injected")
+				require.True(t, cut, "a reply was cut at max_tokens")
+				require.True(t, objectArgs, "arguments came as an object")
+				if strings.HasPrefix(spec, "anthropic:") {
+					require.True(t, isError, "the failed read_file went back with is_error")
+				}
+				require.Contains(t, stdout, "provider "+strings.Split(spec, ":")[0]+": rate_limit, HTTP 429; waiting")
 
-			tr := trailers(t, r.dir)
-			require.Equal(t, []string{"T1", "T2", "T3-a", "T3-b", "T4"}, sortedKeys(tr))
-			for task, seqs := range tr {
-				require.Equal(t, []string{"1"}, seqs, "task %s is integrated with attempt 1: faults cost no attempt", task)
-			}
-			calls := r.srv.Calls()
-			require.Empty(t, llmtest.RetriedEqual(calls))
-			var faulted, cut, objectArgs, isError bool
-			for _, c := range calls {
-				faulted = faulted || c.Fault.Failed()
-				cut = cut || c.Fault.Truncate
-				objectArgs = objectArgs || c.Fault.ArgsAsObject
-				isError = isError || strings.Contains(string(c.Body), `"is_error":true`)
-			}
-			require.True(t, faulted, "faults were injected")
-			require.True(t, cut, "a reply was cut at max_tokens")
-			require.True(t, objectArgs, "arguments came as an object")
-			if strings.HasPrefix(spec, "anthropic:") {
-				require.True(t, isError, "the failed read_file went back with is_error")
-			}
-			require.Contains(t, stdout, "provider "+strings.Split(spec, ":")[0]+": rate_limit, HTTP 429; waiting")
-
-			rep := r.status(t, id)
-			su := r.srv.Usage()
-			require.Equal(t, su.InputTokens, rep.Usage.InputTokens)
-			require.Equal(t, su.OutputTokens, rep.Usage.OutputTokens)
-			require.Equal(t, su.CacheReadTokens, rep.Usage.CacheReadTokens)
-			require.Equal(t, su.CacheWriteTokens, rep.Usage.CacheWriteTokens)
-			require.False(t, rep.Usage.Estimated)
-			require.NotNil(t, rep.Usage.CostUSD)
-			require.Positive(t, *rep.Usage.CostUSD)
-			if strings.HasPrefix(spec, "anthropic:") {
-				require.Positive(t, su.CacheReadTokens, "the prompt cache is used")
-			}
-			require.Contains(t, stdout, "usage: ")
-			r.keysWhereAllowed(t, stdout, stderr)
-		})
+				rep := r.status(t, id)
+				su := r.srv.Usage()
+				require.Equal(t, su.InputTokens, rep.Usage.InputTokens)
+				require.Equal(t, su.OutputTokens, rep.Usage.OutputTokens)
+				require.Equal(t, su.CacheReadTokens, rep.Usage.CacheReadTokens)
+				require.Equal(t, su.CacheWriteTokens, rep.Usage.CacheWriteTokens)
+				require.False(t, rep.Usage.Estimated)
+				require.NotNil(t, rep.Usage.CostUSD)
+				require.Positive(t, *rep.Usage.CostUSD)
+				if strings.HasPrefix(spec, "anthropic:") {
+					require.Positive(t, su.CacheReadTokens, "the prompt cache is used")
+				}
+				require.Contains(t, stdout, "usage: ")
+				r.keysWhereAllowed(t, stdout, stderr)
+			})
+		}
 	}
 }
 
@@ -219,57 +235,59 @@ func TestE2EProvidersUnderFaults(t *testing.T) {
 // without counting an attempt; once it is back, resume completes the run.
 func TestE2EProviderDownPausesForReview(t *testing.T) {
 	skipShort(t)
-	for _, spec := range []string{"anthropic:claude-sonnet-4-5", "openai:gpt-4o"} {
-		t.Run(spec, func(t *testing.T) {
-			var down atomic.Bool
-			down.Store(true)
-			faults := func(turn llmtest.Turn, _ int) llmtest.Fault {
-				if down.Load() && strings.HasPrefix(turn.FirstUser, "Task: T2 ") {
-					return llmtest.Fault{Status: 529, Header: http.Header{"Retry-After-Ms": {"10"}}, Message: "Overloaded"}
+	for _, kind := range []string{"sqlite", "postgres"} {
+		for _, spec := range []string{"anthropic:claude-sonnet-4-5", "openai:gpt-4o"} {
+			t.Run(kind+"/"+spec, func(t *testing.T) {
+				var down atomic.Bool
+				down.Store(true)
+				faults := func(turn llmtest.Turn, _ int) llmtest.Fault {
+					if down.Load() && strings.HasPrefix(turn.FirstUser, "Task: T2 ") {
+						return llmtest.Fault{Status: 529, Header: http.Header{"Retry-After-Ms": {"10"}}, Message: "Overloaded"}
+					}
+					return llmtest.Fault{}
 				}
-				return llmtest.Fault{}
-			}
-			r := newProviderRun(t, spec, faults, func(c map[string]any) {
-				c["llm"] = map[string]any{"request_timeout": "1s", "max_retries": 2}
+				r := newProviderRun(t, kind, spec, faults, func(c map[string]any) {
+					c["llm"] = map[string]any{"request_timeout": "1s", "max_retries": 2}
+				})
+				code, stdout, stderr := taskloom(t, "run", filepath.Join(r.dir, "PRODUCT.md"), "--repo", r.dir, "--json")
+				require.Equal(t, 3, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+				var id string
+				var waits int
+				for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+					var ev map[string]any
+					require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+					if ev["type"] == "run_started" {
+						id, _ = ev["run_id"].(string)
+					}
+					if ev["type"] == "provider_wait" {
+						waits++
+						require.Equal(t, llm.KindOverloaded, ev["reason"])
+						require.Contains(t, ev, "seconds")
+					}
+				}
+				require.Equal(t, 2, waits, "one provider_wait per retry\n%s", stdout)
+				rep := r.status(t, id)
+				require.Len(t, rep.Escalations, 1)
+				require.Equal(t, "T2", rep.Escalations[0].TaskID)
+				require.Equal(t, nodes.ReasonProvider, rep.Escalations[0].Reason)
+				require.Contains(t, rep.Escalations[0].Error, "HTTP 529 (overloaded): Overloaded; gave up after 3 requests")
+
+				s := openTestSession(t, r.dir, r.db)
+				g, err := s.graph()
+				require.NoError(t, err)
+				res, err := g.State(t.Context(), id, -1)
+				require.NoError(t, err)
+				t2, _ := res.State.Tasks.Get("T2")
+				require.Zero(t, t2.Attempts, "a provider failure is not an attempt")
+
+				down.Store(false)
+				code, stdout, stderr = taskloom(t, "review", id, "--repo", r.dir, "--task", "T2", "--action", "retry")
+				require.Equal(t, 0, code, "review\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+				code, stdout, stderr = taskloom(t, "resume", id, "--repo", r.dir)
+				require.Equal(t, 0, code, "resume\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+				goTestPasses(t, r.dir)
+				r.keysWhereAllowed(t, stdout, stderr)
 			})
-			code, stdout, stderr := taskloom(t, "run", filepath.Join(r.dir, "PRODUCT.md"), "--repo", r.dir, "--json")
-			require.Equal(t, 3, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-			var id string
-			var waits int
-			for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
-				var ev map[string]any
-				require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
-				if ev["type"] == "run_started" {
-					id, _ = ev["run_id"].(string)
-				}
-				if ev["type"] == "provider_wait" {
-					waits++
-					require.Equal(t, llm.KindOverloaded, ev["reason"])
-					require.Contains(t, ev, "seconds")
-				}
-			}
-			require.Equal(t, 2, waits, "one provider_wait per retry\n%s", stdout)
-			rep := r.status(t, id)
-			require.Len(t, rep.Escalations, 1)
-			require.Equal(t, "T2", rep.Escalations[0].TaskID)
-			require.Equal(t, nodes.ReasonProvider, rep.Escalations[0].Reason)
-			require.Contains(t, rep.Escalations[0].Error, "HTTP 529 (overloaded): Overloaded; gave up after 3 requests")
-
-			s := openTestSession(t, r.dir, "")
-			g, err := s.graph()
-			require.NoError(t, err)
-			res, err := g.State(t.Context(), id, -1)
-			require.NoError(t, err)
-			t2, _ := res.State.Tasks.Get("T2")
-			require.Zero(t, t2.Attempts, "a provider failure is not an attempt")
-
-			down.Store(false)
-			code, stdout, stderr = taskloom(t, "review", id, "--repo", r.dir, "--task", "T2", "--action", "retry")
-			require.Equal(t, 0, code, "review\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
-			code, stdout, stderr = taskloom(t, "resume", id, "--repo", r.dir)
-			require.Equal(t, 0, code, "resume\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
-			goTestPasses(t, r.dir)
-			r.keysWhereAllowed(t, stdout, stderr)
-		})
+		}
 	}
 }
