@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/tmc/langchaingo/llms"
@@ -109,8 +110,13 @@ func (o *planOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 			}
 			model = m
 		}
+		// Markdown errors and warnings name the file and line themselves.
+		popts.ProductName = o.Product
 		p, perr = planner.FromProduct(ctx, model, string(data), popts)
 		if p == nil {
+			if strings.HasPrefix(perr.Error(), o.Product+":") {
+				return fmt.Errorf("plan: %w", perr)
+			}
 			return fmt.Errorf("plan: %s: %w", o.Product, perr)
 		}
 	}

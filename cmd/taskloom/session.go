@@ -229,9 +229,10 @@ func (s *session) pipeline(ctx context.Context, runID, productPath string, meta 
 				return nil, fmt.Errorf("read PRODUCT.md: %w", err)
 			}
 			if planner.HasTaskList(string(data)) {
-				raw, err := planner.ParseTaskList(string(data))
+				// Its errors name the file and the line.
+				raw, err := planner.ParseTaskListFile(productPath, string(data))
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", productPath, err)
+					return nil, err
 				}
 				return planner.Build(raw, popts)
 			}
