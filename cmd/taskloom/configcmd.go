@@ -28,12 +28,7 @@ func newConfigCmd(a *app) *cobra.Command {
 		Use:   "config",
 		Short: "Print the effective config and where each value comes from (default, file, env, flag)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd, a.stdout)
-		},
+		RunE:  optsRunE(a, o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Repo, "repo", ".", "the repo whose .project-config.json is read")

@@ -29,12 +29,7 @@ func newDoctorCmd(a *app) *cobra.Command {
 		Use:   "doctor",
 		Short: "Check what a run needs (git, repo, store, model key, verify command, sandbox) and say what to fix",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd, a.stdout)
-		},
+		RunE:  optsRunE(a, o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Repo, "repo", ".", "the git repo to check")

@@ -26,12 +26,7 @@ func newInitCmd(a *app) *cobra.Command {
 		Use:   "init",
 		Short: "Write .project-config.json with the defaults and keep .taskloom/ out of git",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), a.stdout)
-		},
+		RunE:  optsRunE(a, o),
 	}
 	cmd.Flags().StringVar(&o.Repo, "repo", ".", "the git repo to set up")
 	return cmd
@@ -46,7 +41,7 @@ func (o *initOpts) Validate() error {
 }
 
 // Run writes the config file, refusing to overwrite one.
-func (o *initOpts) Run(ctx context.Context, w io.Writer) error {
+func (o *initOpts) Run(ctx context.Context, _ *cobra.Command, w io.Writer) error {
 	dir, err := filepath.Abs(o.Repo)
 	if err != nil {
 		return err

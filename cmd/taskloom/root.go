@@ -155,10 +155,18 @@ type runIDOpts interface {
 // runIDRunE returns a RunE that stores the RUN_ID argument, if given, in
 // runID, validates o and runs it.
 func runIDRunE(a *app, o runIDOpts, runID *string) func(*cobra.Command, []string) error {
+	run := optsRunE(a, o)
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) == 1 {
 			*runID = args[0]
 		}
+		return run(cmd, args)
+	}
+}
+
+// optsRunE returns a RunE that validates o and runs it.
+func optsRunE(a *app, o runIDOpts) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
 		if err := o.Validate(); err != nil {
 			return err
 		}
