@@ -156,6 +156,10 @@ type Opts struct {
 	// ProductName names the PRODUCT.md in markdown errors and warnings
 	// ("PRODUCT.md:12: …"); default DefaultProductName.
 	ProductName string
+	// Repo is the directory of the repository the plan is for, when one is
+	// at hand; "" means none. A split orders its parts by the imports of
+	// the files that exist there.
+	Repo string
 }
 
 // resolved is Opts with every default filled in.
@@ -170,6 +174,7 @@ type resolved struct {
 	callOptions  []llms.CallOption
 	logger       *slog.Logger
 	productName  string
+	repo         string
 }
 
 func (o *Opts) resolve() (*resolved, error) {
@@ -186,6 +191,7 @@ func (o *Opts) resolve() (*resolved, error) {
 		callOptions:  o.CallOptions,
 		logger:       o.Logger,
 		productName:  o.ProductName,
+		repo:         o.Repo,
 	}
 	if r.productName == "" {
 		r.productName = DefaultProductName
