@@ -78,6 +78,14 @@ type Worker struct {
 	// Timeout bounds one worker attempt.
 	Timeout Duration `json:"timeout" mapstructure:"timeout"`
 	Ralph   Ralph    `json:"ralph" mapstructure:"ralph"`
+	// Remote is the git remote that runs on several machines share: the
+	// run pushes the commits attempts start from there, and workers push
+	// their attempts back.
+	Remote string `json:"remote" mapstructure:"remote"`
+	// Lease is how long a worker's hold on an attempt lasts without being
+	// renewed; a worker silent for longer is taken for dead and its
+	// attempt goes to another worker.
+	Lease Duration `json:"lease" mapstructure:"lease"`
 }
 
 // Ralph configures the rerun-with-fresh-context loop.
@@ -245,6 +253,8 @@ func Default() Config {
 			Command: []string{"claude", "-p", "{prompt}", "--output-format", "json"},
 			Timeout: Duration{30 * time.Minute},
 			Ralph:   Ralph{Enabled: false, MaxIterations: 10, CompletionPromise: "DONE"},
+			Remote:  "origin",
+			Lease:   Duration{30 * time.Second},
 		},
 		Verify:            Verify{Command: []string{"go", "test", "./..."}, Timeout: Duration{10 * time.Minute}},
 		BuildVerification: BuildVerification{Command: []string{"go", "build", "./..."}},

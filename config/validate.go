@@ -50,6 +50,7 @@ func (c Config) Validate() error {
 		p.command("worker.command", w.Command, w.Kind == WorkerCommand)
 	}
 	p.positive("worker.timeout", w.Timeout)
+	p.positive("worker.lease", w.Lease)
 	p.atLeast("worker.ralph.max_iterations", w.Ralph.MaxIterations, 1)
 	if strings.TrimSpace(w.Ralph.CompletionPromise) == "" {
 		p.add("worker.ralph.completion_promise", "must not be empty")

@@ -73,13 +73,21 @@ func (m *Manager) worktree(run, taskID string, attempt int) (*Worktree, error) {
 // Opts.Include copied in. It fails with ErrExists when the attempt already
 // has a worktree or a branch (use Get, or Remove it first).
 func (m *Manager) Create(ctx context.Context, run, taskID string, attempt int) (*Worktree, error) {
+	return m.CreateAt(ctx, run, taskID, attempt, "")
+}
+
+// CreateAt is Create with the attempt's branch made at base, a commit that
+// must be in the repository, instead of main's head; "" means main's head.
+// A worker on another machine starts from the commit the run chose.
+func (m *Manager) CreateAt(ctx context.Context, run, taskID string, attempt int, base string) (*Worktree, error) {
 	w, err := m.worktree(run, taskID, attempt)
 	if err != nil {
 		return nil, err
 	}
-	base, err := m.Head(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("create worktree %s: %w", w.ID(), err)
+	if base == "" {
+		if base, err = m.Head(ctx); err != nil {
+			return nil, fmt.Errorf("create worktree %s: %w", w.ID(), err)
+		}
 	}
 	w.Base = base
 	if _, statErr := os.Lstat(w.Path); statErr == nil || m.branchExists(ctx, w.Branch) {

@@ -1,0 +1,81 @@
+package worktree
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+)
+
+// BaseRef is where a run publishes the commit an attempt starts from, on
+// the remote that workers on other machines fetch from.
+func BaseRef(run, taskID string, attempt int) string {
+	return fmt.Sprintf("refs/taskloom/bases/%s/%s/%d", run, taskID, attempt)
+}
+
+// AttemptRef is refs/taskloom/attempts/RUN/TASK/ATTEMPT, where an attempt's
+// commit is kept, locally and on the remote.
+func AttemptRef(run, taskID string, attempt int) string {
+	return fmt.Sprintf("%s%s/%s/%d", keptPrefix, run, taskID, attempt)
+}
+
+// HasRemote reports whether the repository has a remote of that name.
+func (m *Manager) HasRemote(ctx context.Context, name string) bool {
+	if name == "" {
+		return false
+	}
+	_, err := m.git(ctx, m.root, "config", "--get", "remote."+name+".url")
+	return err == nil
+}
+
+// Push sets ref on the remote to the commit sha, whatever it was before:
+// a retried attempt replaces what an abandoned one left there.
+func (m *Manager) Push(ctx context.Context, remote, sha, ref string) error {
+	if _, err := m.git(ctx, m.root, "push", "-q", "--no-verify", remote, "+"+sha+":"+ref); err != nil {
+		return fmt.Errorf("push %s to %s: %w", ref, remote, err)
+	}
+	return nil
+}
+
+// Fetch brings the commit of ref on the remote into the repository for
+// run and returns it. It goes through a scratch branch among the run's
+// attempt branches, which the guards of the run's running attempts leave
+// alone, and deletes it after: no ref of the repository moves.
+func (m *Manager) Fetch(ctx context.Context, remote, ref, run string) (string, error) {
+	if !validID(run) {
+		return "", fmt.Errorf("fetch %s: %q is not a run ID", ref, run)
+	}
+	scratch := fmt.Sprintf("refs/heads/%s%s/fetch-%d-%d", branchPrefix, run, os.Getpid(), fetchSeq.Add(1))
+	if _, err := m.git(ctx, m.root, "fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+scratch); err != nil {
+		return "", fmt.Errorf("fetch %s from %s: %w", ref, remote, err)
+	}
+	sha, err := m.git(ctx, m.root, "rev-parse", "-q", "--verify", scratch+"^{commit}")
+	if _, derr := m.git(ctx, m.root, "update-ref", "-d", scratch); derr != nil && err == nil {
+		err = derr
+	}
+	if err != nil {
+		return "", fmt.Errorf("fetch %s from %s: %w", ref, remote, err)
+	}
+	return strings.TrimSpace(sha), nil
+}
+
+// fetchSeq numbers scratch branches; with the process ID it keeps them
+// apart across processes sharing a repository.
+var fetchSeq atomic.Int64
+
+// HasCommit reports whether sha names a commit in the repository.
+func (m *Manager) HasCommit(ctx context.Context, sha string) bool {
+	_, err := m.git(ctx, m.root, "cat-file", "-e", sha+"^{commit}")
+	return err == nil
+}
+
+// Adopt points a fresh attempt worktree, made at its base, at the commit a
+// worker elsewhere made, so that the attempt is verified and integrated
+// here as if it had run here.
+func (m *Manager) Adopt(ctx context.Context, w *Worktree, sha string) error {
+	if _, err := m.git(ctx, w.Path, "reset", "-q", "--hard", sha); err != nil {
+		return fmt.Errorf("adopt %s into %s: %w", shortSHA(sha), w.ID(), err)
+	}
+	return nil
+}
