@@ -89,7 +89,7 @@ func ReplanPlan(old []Task, oldMilestones []Milestone, next *Plan, opts *ReplanO
 	}
 	out := &Replan{Kept: []ReplanTask{}, Changed: []ReplanTask{}, Added: []ReplanTask{}, Removed: []ReplanTask{}, Warnings: []string{}}
 	match := matchTasks(old, next.Tasks) // new index -> old index
-	toOld := map[string]string{}          // new ID -> the run's ID
+	toOld := map[string]string{}         // new ID -> the run's ID
 	for ni, oi := range match {
 		toOld[next.Tasks[ni].ID] = old[oi].ID
 	}
