@@ -27,10 +27,11 @@ var BuiltinModes = []string{"code", "architect", "ask", "debug", "orchestrator"}
 
 // ToolGroups are the tool groups a custom mode may list (tools:
 // read = read_file, list_files, search_files; edit = write_to_file,
-// apply_diff; command = execute_command; modes = new_task). The tools
+// apply_diff; command = execute_command; modes = new_task; mcp =
+// use_mcp_tool, access_mcp_resource). The tools
 // update_todo_list, attempt_completion and ask_followup_question are always
 // available.
-var ToolGroups = []string{"read", "edit", "command", "modes"}
+var ToolGroups = []string{"read", "edit", "command", "modes", "mcp"}
 
 // Config is the content of .project-config.json: the documented keys plus the taskloom
 // extensions worktree, agent and planner (see the package doc).
@@ -45,6 +46,7 @@ type Config struct {
 	Database          Database          `json:"database" mapstructure:"database"`
 	LLM               LLM               `json:"llm" mapstructure:"llm"`
 	Sandbox           Sandbox           `json:"sandbox" mapstructure:"sandbox"`
+	MCP               MCP               `json:"mcp" mapstructure:"mcp"`
 	Integrations      Integrations      `json:"integrations" mapstructure:"integrations"`
 
 	// Extensions beyond the documented keys.
@@ -154,6 +156,29 @@ type Sandbox struct {
 // DefaultEnvAllow is the default of sandbox.env_allow.
 var DefaultEnvAllow = proc.DefaultEnvAllow
 
+// MCP lists the MCP servers whose tools and resources the agent's modes
+// with the mcp group may use.
+type MCP struct {
+	Servers []MCPServer `json:"servers" mapstructure:"servers"`
+}
+
+// MCPServer is one MCP server: a stdio server started from Command (plus
+// Args), or a streamable-HTTP server at URL. A stdio server runs outside
+// the worker sandbox, with sandbox.env_allow of taskloom's environment
+// plus Env.
+type MCPServer struct {
+	// Name is how the agent names the server; unique.
+	Name    string   `json:"name" mapstructure:"name"`
+	Command []string `json:"command,omitempty" mapstructure:"command"`
+	// Args are added after Command, for configs written with a
+	// command and its args apart.
+	Args []string `json:"args,omitempty" mapstructure:"args"`
+	// Env adds variables to a stdio server's environment, names kept as
+	// written.
+	Env map[string]string `json:"env,omitempty" mapstructure:"env"`
+	URL string            `json:"url,omitempty" mapstructure:"url"`
+}
+
 // Integrations holds the optional third-party syncs.
 type Integrations struct {
 	Linear Linear `json:"linear" mapstructure:"linear"`
@@ -165,6 +190,9 @@ type Linear struct {
 	Enabled       bool   `json:"enabled" mapstructure:"enabled"`
 	TeamID        string `json:"team_id" mapstructure:"team_id"`
 	CreateProject bool   `json:"create_project" mapstructure:"create_project"`
+	// URL is the GraphQL endpoint; empty means Linear's own
+	// (https://api.linear.app/graphql).
+	URL string `json:"url" mapstructure:"url"`
 }
 
 // Worktree configures the git worktrees tasks run in (extension).
@@ -261,6 +289,7 @@ func Default() Config {
 		Database:          Database{URL: "", RetryFor: Duration{2 * time.Minute}},
 		LLM:               LLM{MaxTokens: 16000, RequestTimeout: Duration{5 * time.Minute}, MaxRetries: 8, PromptCache: true},
 		Sandbox:           Sandbox{Network: false, EnvAllow: slices.Clone(DefaultEnvAllow)},
+		MCP:               MCP{Servers: []MCPServer{}},
 		Integrations:      Integrations{Linear: Linear{Enabled: false, TeamID: "", CreateProject: true}},
 		Worktree:          Worktree{Include: []string{}},
 		Agent: Agent{
@@ -316,6 +345,13 @@ func (c Config) clone() Config {
 		for i, m := range c.Agent.CustomModes {
 			m.Groups = slices.Clone(m.Groups)
 			r.Agent.CustomModes[i] = m
+		}
+	}
+	if c.MCP.Servers != nil {
+		r.MCP.Servers = make([]MCPServer, len(c.MCP.Servers))
+		for i, m := range c.MCP.Servers {
+			m.Command, m.Args, m.Env = slices.Clone(m.Command), slices.Clone(m.Args), maps.Clone(m.Env)
+			r.MCP.Servers[i] = m
 		}
 	}
 	if c.Planner.Keywords != nil {

@@ -111,12 +111,31 @@ func TestValidate(t *testing.T) {
 			"agent.custom_modes[0].name: must not be empty"},
 		{"custom mode group", func(c *Config) {
 			c.Agent.CustomModes = []Mode{{Slug: "docs", Name: "Docs", Groups: []string{"read", "browser"}}}
-		}, `agent.custom_modes[0].groups[1]: must be one of read, edit, command, modes, got "browser"`},
+		}, `agent.custom_modes[0].groups[1]: must be one of read, edit, command, modes, mcp, got "browser"`},
 		{"custom mode regex", func(c *Config) {
 			c.Agent.CustomModes = []Mode{{Slug: "docs", Name: "Docs", FileRegex: `(\.md$`}}
 		}, "agent.custom_modes[0].file_regex: must be a valid RE2 regex: error parsing regexp: missing closing ): `(\\.md$`"},
 		{"planner.keywords", func(c *Config) { c.Planner.Keywords = map[string][]string{"data": {"sql", ""}} },
 			"planner.keywords.data[1]: must not be empty"},
+		{"mcp server name", func(c *Config) { c.MCP.Servers = []MCPServer{{Name: "my server", Command: []string{"x"}}} },
+			`mcp.servers[0].name: must be letters, digits, "_", "." and "-", got "my server"`},
+		{"mcp server duplicate", func(c *Config) {
+			c.MCP.Servers = []MCPServer{{Name: "fs", Command: []string{"x"}}, {Name: "fs", URL: "http://127.0.0.1/mcp"}}
+		}, `mcp.servers[1].name: must be unique, "fs" is used twice`},
+		{"mcp server neither", func(c *Config) { c.MCP.Servers = []MCPServer{{Name: "fs"}} },
+			"mcp.servers[0]: must have a command (stdio) or a url (streamable HTTP)"},
+		{"mcp server both", func(c *Config) {
+			c.MCP.Servers = []MCPServer{{Name: "fs", Command: []string{"x"}, URL: "http://127.0.0.1/mcp"}}
+		}, "mcp.servers[0]: must have either command (stdio) or url (streamable HTTP), not both"},
+		{"mcp server url", func(c *Config) { c.MCP.Servers = []MCPServer{{Name: "web", URL: "ftp://host/mcp"}} },
+			`mcp.servers[0].url: must be an http:// or https:// URL, got "ftp://host/mcp"`},
+		{"mcp server program", func(c *Config) { c.MCP.Servers = []MCPServer{{Name: "fs", Command: []string{" "}}} },
+			`mcp.servers[0].command[0]: must name a program, got " "`},
+		{"mcp server env", func(c *Config) {
+			c.MCP.Servers = []MCPServer{{Name: "fs", Command: []string{"x"}, Env: map[string]string{"A=B": "1"}}}
+		}, `mcp.servers[0].env: must map environment variable names to values, got the name "A=B"`},
+		{"linear url", func(c *Config) { c.Integrations.Linear.URL = "api.linear.app/graphql" },
+			`integrations.linear.url: must be an http:// or https:// URL, got "api.linear.app/graphql"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -110,6 +110,7 @@ func Load(opts LoadOpts) (Config, error) {
 	if err := v.UnmarshalExact(&cfg, viper.DecodeHook(decodeHook)); err != nil {
 		return Config{}, fmt.Errorf("decode config: %w", err)
 	}
+	restoreEnvCase(&cfg, fileValues)
 	if err := cfg.Validate(); err != nil {
 		var ve *ValidationError
 		if errors.As(err, &ve) {
@@ -254,6 +255,30 @@ func sourceOf(key string, opts LoadOpts, file string, fileValues map[string]any)
 		return file
 	}
 	return ""
+}
+
+// restoreEnvCase puts back the names of the MCP servers' env as the file
+// writes them: viper lowercases map keys, but environment variable names
+// are case-sensitive.
+func restoreEnvCase(cfg *Config, fileValues map[string]any) {
+	raw, ok := lookupPath(fileValues, "mcp.servers")
+	list, _ := raw.([]any)
+	if !ok || len(list) != len(cfg.MCP.Servers) {
+		return
+	}
+	for i, item := range list {
+		obj, _ := item.(map[string]any)
+		env, ok := lookupPath(obj, "env")
+		written, _ := env.(map[string]any)
+		if !ok || len(written) != len(cfg.MCP.Servers[i].Env) {
+			continue
+		}
+		fixed := make(map[string]string, len(written))
+		for name := range written {
+			fixed[name] = cfg.MCP.Servers[i].Env[strings.ToLower(name)]
+		}
+		cfg.MCP.Servers[i].Env = fixed
+	}
 }
 
 // lookupPath finds a dotted key in nested maps, ignoring case as viper does.

@@ -436,3 +436,20 @@ func TestLoadErrorTypes(t *testing.T) {
 	require.Equal(t, "parallel_workers", uk.Suggestion)
 	require.False(t, errors.Is(err, os.ErrNotExist))
 }
+
+// Environment variable names are case-sensitive: an MCP server's env keeps
+// the names as the file writes them, although viper lowercases map keys.
+func TestMCPServerEnvKeepsCase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, FileName)
+	require.NoError(t, os.WriteFile(file, []byte(`{"mcp": {"servers": [
+		{"name": "fs", "command": ["mcp-server-filesystem", "/tmp"], "env": {"My_Token": "a", "DEBUG": "1"}},
+		{"name": "web", "url": "http://127.0.0.1:8080/mcp"}]}}`), 0o644))
+	cfg, err := Load(LoadOpts{RepoDir: dir})
+	require.NoError(t, err)
+	require.Equal(t, []MCPServer{
+		{Name: "fs", Command: []string{"mcp-server-filesystem", "/tmp"}, Env: map[string]string{"My_Token": "a", "DEBUG": "1"}},
+		{Name: "web", URL: "http://127.0.0.1:8080/mcp"},
+	}, cfg.MCP.Servers)
+}

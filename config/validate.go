@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -79,8 +80,12 @@ func (c Config) Validate() error {
 			p.add(fmt.Sprintf("sandbox.env_allow[%d]", i), "must be an environment variable name, got %q", name)
 		}
 	}
+	p.mcpServers(c.MCP.Servers)
 	if l := c.Integrations.Linear; l.Enabled && strings.TrimSpace(l.TeamID) == "" {
 		p.add("integrations.linear.team_id", "must be set when integrations.linear.enabled is true")
+	}
+	if u := c.Integrations.Linear.URL; u != "" {
+		p.httpURL("integrations.linear.url", u)
 	}
 
 	for i, g := range c.Worktree.Include {
@@ -146,6 +151,50 @@ func (c Config) Validate() error {
 		p.nonEmpty("planner.keywords."+name, c.Planner.Keywords[name])
 	}
 	return p.err()
+}
+
+var serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// mcpServers checks mcp.servers: unique names, and each either a stdio
+// command or a URL.
+func (p *problems) mcpServers(servers []MCPServer) {
+	seen := map[string]bool{}
+	for i, s := range servers {
+		key := fmt.Sprintf("mcp.servers[%d]", i)
+		switch {
+		case !serverName.MatchString(s.Name):
+			p.add(key+".name", "must be letters, digits, \"_\", \".\" and \"-\", got %q", s.Name)
+		case seen[s.Name]:
+			p.add(key+".name", "must be unique, %q is used twice", s.Name)
+		}
+		seen[s.Name] = true
+		switch {
+		case len(s.Command) > 0 && s.URL != "":
+			p.add(key, "must have either command (stdio) or url (streamable HTTP), not both")
+		case len(s.Command) == 0 && s.URL == "":
+			p.add(key, "must have a command (stdio) or a url (streamable HTTP)")
+		case s.URL != "":
+			p.httpURL(key+".url", s.URL)
+			if len(s.Args) > 0 || len(s.Env) > 0 {
+				p.add(key, "args and env apply to stdio servers only, not to a url")
+			}
+		default:
+			p.command(key+".command", s.Command, true)
+		}
+		for name := range s.Env {
+			if !envName.MatchString(name) {
+				p.add(key+".env", "must map environment variable names to values, got the name %q", name)
+			}
+		}
+	}
+}
+
+// httpURL checks that u is an absolute http or https URL.
+func (p *problems) httpURL(key, u string) {
+	parsed, err := url.Parse(u)
+	if err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+		p.add(key, "must be an http:// or https:// URL, got %q", RedactURL(u))
+	}
 }
 
 func (p *problems) atLeast(key string, v, lo int) {
