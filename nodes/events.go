@@ -152,13 +152,22 @@ func (t *Tracker) Graph(e graph.Event) []RunEvent {
 		if !ok {
 			return nil
 		}
+		// A task that starts in the update that records its attempt (a
+		// retry routed straight back to implement_task) runs that attempt,
+		// not the one after it.
+		recorded := map[string]int{}
 		for _, a := range u.Attempts.Values() {
 			t.attempts[a.TaskID] = max(t.attempts[a.TaskID], a.Attempt)
+			recorded[a.TaskID] = max(recorded[a.TaskID], a.Attempt)
 			out = append(out, t.attempt(e.Node, a)...)
 		}
 		planned := e.Node == NodeBreakdown && u.Tasks.Len() > 0
 		for _, task := range u.Tasks.Values() {
-			out = append(out, t.put(task, t.attempts[task.ID]+1)...)
+			n, ok := recorded[task.ID]
+			if !ok {
+				n = t.attempts[task.ID] + 1
+			}
+			out = append(out, t.put(task, n)...)
 		}
 		if planned {
 			ev := t.Event(EventPlanReady)
