@@ -1,0 +1,185 @@
+package nodes
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/store/storetest"
+)
+
+// Two tries that pass on their own but break main together (each declares
+// calc.helper) are integrated in one batch; build verification bisects,
+// blames the second together with the first, reverts it by a commit of its
+// own, and its retry is told why.
+func TestBuildBisectsToAPairAndRevertsTheCulprit(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{
+		"T1":   {"calc/one.go": helperOneGo},
+		"T2/1": {"calc/two.go": helperTwoGo},
+		"T2/2": {"calc/two.go": helperTwoOK},
+	}}
+	plan := planOf(task("T1", "One", []string{"calc/one.go"}, ""), task("T2", "Two", []string{"calc/two.go"}, ""))
+	p := newTestPipeline(t, dir, w, plan)
+	p.Workers = 2
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+
+	require.Equal(t, RunCompleted, status, logText(res.State))
+	require.Equal(t, []string{"run-1/T1/1", "run-1/T2/1", "run-1/revert/1", "run-1/T2/2"}, trailers(t, dir),
+		"the revert is integrated once, like an attempt")
+	require.Equal(t, []string{"T1/1 worker 1", "T2/1 worker 2", "T2/2 worker 1"}, h.eventsOf(EventTaskStarted))
+	log := logText(res.State)
+	require.Contains(t, log, "build verification failed on main at ")
+	require.Contains(t, log, "bisect: bisecting over 2 attempts: T1/1, T2/1")
+	require.Contains(t, log, "bisect: build 1, prefix 0 of 2: passes")
+	require.Contains(t, log, "bisect: build 2, prefix 1 of 2 (through T1/1): passes")
+	require.Contains(t, log, "plus the suspect ")
+	require.Contains(t, log, "bisect: bisection over 2 attempts took 3 builds: T2/1 broke main together with T1/1 (each passes without the other)")
+	require.Contains(t, log, "T2 broke main; reverted it as ")
+
+	broke, _ := res.State.Attempts.Get("T2/1")
+	require.NotEmpty(t, broke.Reverted)
+	require.Contains(t, gitT(t, dir, "log", "-1", "--format=%B", broke.Reverted), "Revert T2: it broke the build on main")
+	require.Contains(t, broke.Error, "breaks the build together with T1")
+	retry := w.job(t, "T2", 2)
+	require.Contains(t, retry.PreviousError, "breaks the build together with T1")
+	require.Contains(t, retry.PreviousError, "helper redeclared")
+	require.Equal(t, helperTwoOK, showFile(t, dir, "main", "calc/two.go"))
+	require.Empty(t, res.State.Culprits.Get())
+	require.Equal(t, res.State.Head.Get(), res.State.Verified.Get())
+
+	// The fate of T2 is its second attempt's commit, not the reverted one.
+	fates := Fates(res.State)
+	two, _ := res.State.Attempts.Get("T2/2")
+	require.Equal(t, two.Integrated, fates[1].Commit)
+}
+
+// A try that passes its own tests but fails the build command (full go
+// vet) on main is found alone; out of attempts, it is escalated with the
+// build's failure, and the try integrated after it stays.
+func TestBuildCulpritAloneEscalates(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	selfAssign := "package calc\n\n// Sub returns a-b.\nfunc Sub(a, b int) int {\n\ta = a\n\treturn a - b\n}\n"
+	w := &fileWorker{script: map[string]map[string]string{
+		"T1": {"calc/add.go": addGo, "calc/add_test.go": addTestGo},
+		"T2": {"calc/sub.go": selfAssign, "calc/sub_test.go": subTestGo},
+		"T3": {"calc/neg.go": negGo, "calc/neg_test.go": negTestGo},
+	}}
+	plan := planOf(
+		task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go"),
+		task("T2", "Sub", []string{"calc/sub.go"}, "calc/sub_test.go"),
+		task("T3", "Neg", []string{"calc/neg.go"}, "calc/neg_test.go"),
+	)
+	p := newTestPipeline(t, dir, w, plan)
+	p.Workers, p.MaxAttempts = 3, 1
+	p.BuildCommand = []string{"go", "vet", "./..."}
+	var mu sync.Mutex
+	var points []string
+	p.CrashFunc = func(point string) {
+		mu.Lock()
+		defer mu.Unlock()
+		points = append(points, point)
+	}
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+
+	require.Equal(t, RunPaused, status, logText(res.State))
+	ps := payloads(t, res)
+	require.Len(t, ps, 1)
+	require.Equal(t, "T2", ps[0].TaskID)
+	require.Equal(t, ReasonBuild, ps[0].Reason)
+	require.Contains(t, ps[0].Error, "go vet ./... exited with code 1: ")
+	require.Contains(t, ps[0].Error, "self-assignment of a")
+	// The reverted attempt's ref is its commit on the branch, which git
+	// show accepts.
+	broke, _ := res.State.Attempts.Get("T2/1")
+	require.Equal(t, broke.Integrated, ps[0].Ref)
+	require.Equal(t, selfAssign, showFile(t, dir, ps[0].Ref, "calc/sub.go"))
+	require.Empty(t, showFile(t, dir, "main", "calc/sub.go"), "the culprit is out of main")
+	require.Equal(t, negGo, showFile(t, dir, "main", "calc/neg.go"), "the try after it stays")
+	log := logText(res.State)
+	require.Contains(t, log, "bisect: bisection over 3 attempts took 4 builds: T2/1 broke main\n")
+	require.Contains(t, log, "bisect: build 4, prefix 0 of 3 plus the suspect ")
+	require.Contains(t, log, ": fails: go vet ./... exited with code 1")
+	require.Equal(t, []string{"run-1/T1/1", "run-1/T2/1", "run-1/T3/1", "run-1/revert/1"}, trailers(t, dir))
+	mu.Lock()
+	for _, want := range []string{"select:start", "implement:before_worker", "implement:after_commit", "verify:after_tests", "integrate:before", "integrate:after", "build:before", "revert:after"} {
+		require.Contains(t, points, want)
+	}
+	mu.Unlock()
+
+	res, status = h.review(res, func(EscalationPayload) Decision { return Decision{Action: ActionSkip} })
+	require.Equal(t, RunPartial, status, logText(res.State))
+	require.Equal(t, planner.StatusSkipped, taskStatus(t, res.State, "T2"))
+	require.Equal(t, []string{"run-1/T1/1", "run-1/T2/1", "run-1/T3/1", "run-1/revert/1"}, trailers(t, dir))
+}
+
+// The branch broken before the run is not blamed on the run's tries: they
+// stay, and the run fails at the end.
+func TestBuildBrokenBeforeTheRunFails(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, map[string]string{"calc/broken_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestBroken(t *testing.T) { t.Fatal(\"broken before\") }\n"})
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo}}}
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, "")))
+	// The task's own tests are none: the verify command alone would fail
+	// it, so it runs go test on the package it adds to, and the build
+	// verification runs them all.
+	p.VerifyCommand = []string{"go", "build", "./..."}
+	p.BuildCommand = []string{"go", "test", "./..."}
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, graph.StatusDone, res.Status)
+	require.Equal(t, RunFailed, status)
+	require.Equal(t, OutcomeFailed, res.State.Outcome.Get())
+	log := logText(res.State)
+	require.Contains(t, log, "build verification failed on main at ")
+	require.Contains(t, log, "bisect: build 1, prefix 0 of 1: fails")
+	require.Contains(t, log, "main is broken and no integrated task explains it: go test ./... exited with code 1")
+	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the try stays integrated")
+}
+
+// Without a build or verify command, build verification has nothing to
+// run and passes.
+func TestBuildWithoutCommands(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo}, "T2": {"calc/sub.go": subGo}}}
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, ""), task("T2", "Sub", []string{"calc/sub.go"}, "")))
+	p.VerifyCommand = nil
+	p.Workers = 2
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, RunCompleted, status)
+	require.Contains(t, logText(res.State), "build verification passed on main (no build or verify command)")
+	require.Equal(t, []string{"run-1/T1/1", "run-1/T2/1"}, trailers(t, dir))
+	require.Contains(t, logText(res.State), "T1 passed its tests (no tests to run)")
+}
+
+// An aborted run's build verification does nothing.
+func TestBuildVerificationAfterAbort(t *testing.T) {
+	t.Parallel()
+	p := &Pipeline{}
+	var s State
+	s.Outcome.Set(OutcomeAborted)
+	u, err := p.buildVerification(context.Background(), s)
+	require.NoError(t, err)
+	require.Empty(t, u.Log.Items())
+	next, err := p.buildRouter(context.Background(), s)
+	require.NoError(t, err)
+	require.Equal(t, graph.END, next)
+}
+
+func TestFirstMeaningful(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "calc/a.go:3:2: undefined: x", firstMeaningful("# example.com/tiny/calc\n\n$ go vet\ncalc/a.go:3:2: undefined: x\nmore\n"))
+	require.Empty(t, firstMeaningful("# pkg\n\n"))
+	require.Equal(t, strings.Repeat("x", 160)+"…", firstMeaningful(strings.Repeat("x", 200)))
+}
