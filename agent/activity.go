@@ -42,6 +42,10 @@ func callSummary(name, rel string, a args) string {
 		return cmd
 	case ToolNewTask:
 		return "subtask in " + a.s("mode") + " mode"
+	case ToolUseMCPTool:
+		return a.s("server_name") + "/" + a.s("tool_name")
+	case ToolAccessMCPResource:
+		return a.s("server_name") + " " + a.s("uri")
 	case ToolAttemptCompletion:
 		return "finishing"
 	case ToolAskFollowupQuestion:

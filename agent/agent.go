@@ -107,6 +107,9 @@ type Opts struct {
 	// sandbox and redaction. nil reduces the environment to the default
 	// sandbox.env_allow, without a sandbox.
 	ConfineFunc ConfineFunc
+	// MCP gives the modes with the mcp group the tools and resources of
+	// the configured MCP servers; nil offers none.
+	MCP MCP
 	// Logger receives the agent's logs; nil discards them.
 	Logger *slog.Logger
 	// NowFunc reads the clock; nil means time.Now.

@@ -140,6 +140,10 @@ func (c *conv) execCall(ctx context.Context, call llms.ToolCall, turnFailed bool
 			return rejected("new_task: unknown mode %q; modes: %s", mode, strings.Join(c.a.Modes(), ", "))
 		}
 		out = c.runChild(ctx, call.ID, mode, a.s("message"), resultsAt)
+	case ToolUseMCPTool:
+		out = c.useMCPTool(ctx, a)
+	case ToolAccessMCPResource:
+		out = c.accessMCPResource(ctx, a)
 	case ToolAttemptCompletion:
 		out = c.attemptCompletion(a.s("result"), turnFailed)
 	case ToolAskFollowupQuestion:

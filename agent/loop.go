@@ -28,6 +28,7 @@ type conv struct {
 	skills  []Skill
 	system  string
 	budget  *budget
+	mcp     []MCPServer
 
 	mistakes int
 	lastKey  string
@@ -49,6 +50,13 @@ func (a *Agent) newConv(ctx context.Context, rec *Record, b *budget) (*conv, err
 	}
 	if rec.Meta.Depth >= a.opts.MaxSubtaskDepth {
 		delete(c.allowed, ToolNewTask)
+	}
+	if c.allowed[ToolUseMCPTool] && a.opts.MCP != nil {
+		c.mcp = a.opts.MCP.Servers(ctx)
+	}
+	if len(c.mcp) == 0 {
+		delete(c.allowed, ToolUseMCPTool)
+		delete(c.allowed, ToolAccessMCPResource)
 	}
 	c.tools = llmTools(c.allowed)
 	c.skills = DiscoverSkills(ctx, a.opts.Skills, root, mode.Slug, a.log)

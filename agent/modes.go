@@ -12,6 +12,7 @@ const (
 	GroupEdit    = "edit"
 	GroupCommand = "command"
 	GroupModes   = "modes"
+	GroupMCP     = "mcp"
 )
 
 // groupTools lists the tools of each group. The modes group, and the
@@ -21,6 +22,7 @@ var groupTools = map[string][]string{
 	GroupEdit:    {ToolWriteToFile, ToolApplyDiff},
 	GroupCommand: {ToolExecuteCommand},
 	GroupModes:   {ToolNewTask},
+	GroupMCP:     {ToolUseMCPTool, ToolAccessMCPResource},
 }
 
 // alwaysAvailable are enabled in every mode, whatever its groups.
@@ -32,8 +34,8 @@ type Mode struct {
 	Name string `json:"name"`
 	// Role opens the system prompt.
 	Role string `json:"role"`
-	// Groups are the enabled tool groups: read, edit, command (modes is
-	// always enabled).
+	// Groups are the enabled tool groups: read, edit, command, mcp (modes
+	// is always enabled).
 	Groups []string `json:"groups"`
 	// FileRegex, when set, restricts the edit tools to paths it matches
 	// (RE2, against the slash-separated path relative to the worktree).
@@ -59,24 +61,24 @@ func BuiltinModes() []Mode {
 		{
 			Slug: ModeCode, Name: "Code",
 			Role:   "You are a highly skilled software engineer with extensive knowledge of many programming languages, frameworks, design patterns and best practices. You implement the task completely, with tests, and verify your work before you report it done.",
-			Groups: []string{GroupRead, GroupEdit, GroupCommand},
+			Groups: []string{GroupRead, GroupEdit, GroupCommand, GroupMCP},
 		},
 		{
 			Slug: ModeArchitect, Name: "Architect",
 			Role:                 "You are an experienced technical leader who plans before building. You gather information, ask what is unclear, and write the plan down as Markdown.",
-			Groups:               []string{GroupRead, GroupEdit},
+			Groups:               []string{GroupRead, GroupEdit, GroupMCP},
 			FileRegex:            `\.md$`,
 			FileRegexDescription: "Markdown files only",
 		},
 		{
 			Slug: ModeAsk, Name: "Ask",
 			Role:   "You are a knowledgeable technical assistant. You answer questions about the code base by reading it; you do not change it.",
-			Groups: []string{GroupRead},
+			Groups: []string{GroupRead, GroupMCP},
 		},
 		{
 			Slug: ModeDebug, Name: "Debug",
 			Role:   "You are an expert software debugger. You reproduce the problem, form hypotheses, add diagnostics, find the root cause and fix it.",
-			Groups: []string{GroupRead, GroupEdit, GroupCommand},
+			Groups: []string{GroupRead, GroupEdit, GroupCommand, GroupMCP},
 		},
 		{
 			Slug: ModeOrchestrator, Name: "Orchestrator",
@@ -104,7 +106,7 @@ func resolveModes(custom []Mode) (map[string]Mode, error) {
 		}
 		for _, g := range m.Groups {
 			if _, ok := groupTools[g]; !ok {
-				return nil, fmt.Errorf("custom_modes[%d].groups: unknown group %q (want read, edit, command or modes)", i, g)
+				return nil, fmt.Errorf("custom_modes[%d].groups: unknown group %q (want read, edit, command, modes or mcp)", i, g)
 			}
 		}
 		if m.FileRegex != "" {

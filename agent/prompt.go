@@ -63,6 +63,10 @@ func (c *conv) systemPrompt() string {
 		fmt.Fprintf(&b, "- %s\n", r)
 	}
 
+	if len(c.mcp) > 0 {
+		b.WriteString(mcpPrompt(c.mcp))
+	}
+
 	if len(c.skills) > 0 {
 		b.WriteString("\n====\n\nSKILLS\n\n")
 		b.WriteString("<mandatory_skill_check>\nBefore you act on the task, check whether one of these skills applies. If one does, load it first with read_file on its location and follow its instructions.\n</mandatory_skill_check>\n\nAvailable skills:\n")

@@ -32,6 +32,7 @@ const (
 	kindInt
 	kindBool
 	kindTodos
+	kindObject
 )
 
 type param struct {
@@ -119,6 +120,23 @@ var toolSpecs = []toolSpec{
 		},
 	},
 	{
+		name: ToolUseMCPTool,
+		desc: "Call a tool of a connected MCP server (see MCP SERVERS). The arguments are checked against the tool's input schema before the call.",
+		params: []param{
+			{"server_name", kindString, true, "The server's name."},
+			{"tool_name", kindString, true, "The tool's name on that server."},
+			{"arguments", kindObject, false, "The tool's arguments, an object matching its input schema."},
+		},
+	},
+	{
+		name: ToolAccessMCPResource,
+		desc: "Read a resource of a connected MCP server by its URI (see MCP SERVERS).",
+		params: []param{
+			{"server_name", kindString, true, "The server's name."},
+			{"uri", kindString, true, "The resource's URI."},
+		},
+	},
+	{
 		name: ToolAttemptCompletion,
 		desc: "Report that the task is complete, with a summary of what was done. It is refused while a tool failed in the same turn or todos are open.",
 		params: []param{
@@ -171,6 +189,8 @@ func (s toolSpec) schema() map[string]any {
 			sch = map[string]any{"type": "integer"}
 		case kindBool:
 			sch = map[string]any{"type": "boolean"}
+		case kindObject:
+			sch = map[string]any{"type": "object"}
 		case kindTodos:
 			sch = map[string]any{
 				"type": "array",
@@ -199,6 +219,7 @@ type args struct {
 	str   map[string]string
 	num   map[string]int
 	flag  map[string]bool
+	obj   map[string]map[string]any
 	todos []Todo
 }
 
@@ -229,7 +250,7 @@ func parseArguments(raw string) (map[string]any, error) {
 
 // checkParams verifies required parameters and types, and converts them.
 func checkParams(s toolSpec, m map[string]any) (args, error) {
-	a := args{str: map[string]string{}, num: map[string]int{}, flag: map[string]bool{}}
+	a := args{str: map[string]string{}, num: map[string]int{}, flag: map[string]bool{}, obj: map[string]map[string]any{}}
 	known := map[string]bool{}
 	for _, p := range s.params {
 		known[p.name] = true
@@ -269,6 +290,12 @@ func checkParams(s toolSpec, m map[string]any) (args, error) {
 			default:
 				return a, fmt.Errorf("parameter %q must be a boolean, got %s", p.name, jsonKind(v))
 			}
+		case kindObject:
+			obj, err := toObject(v)
+			if err != nil {
+				return a, fmt.Errorf("parameter %q %v, got %s", p.name, err, jsonKind(v))
+			}
+			a.obj[p.name] = obj
 		case kindTodos:
 			todos, err := toTodos(v)
 			if err != nil {
@@ -317,6 +344,23 @@ func toInt(v any) (int, error) {
 		return strconv.Atoi(strings.TrimSpace(n))
 	}
 	return 0, fmt.Errorf("not an integer")
+}
+
+// toObject takes a JSON object, or a string holding one (as models that
+// learnt Roo-Code's XML tools send it).
+func toObject(v any) (map[string]any, error) {
+	switch o := v.(type) {
+	case map[string]any:
+		return o, nil
+	case string:
+		if strings.TrimSpace(o) == "" {
+			return map[string]any{}, nil
+		}
+		if m, err := parseArguments(o); err == nil {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("must be a JSON object")
 }
 
 func toTodos(v any) ([]Todo, error) {

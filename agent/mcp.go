@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// MCP is what the agent needs of the MCP servers a run is configured
+// with. The implementation (package mcpclient) starts them lazily, shares
+// them between conversations and bounds every call with a timeout; the
+// agent only lists and calls.
+type MCP interface {
+	// Servers returns every configured server with its tools and
+	// resources, connecting those not yet connected; one that could not
+	// start carries its error instead.
+	Servers(ctx context.Context) []MCPServer
+	// CallTool validates args against the tool's input schema and calls
+	// it. The error is for a call that could not be made (unknown server
+	// or tool, invalid arguments, a server that is down); a tool that
+	// failed returns a result with IsError.
+	CallTool(ctx context.Context, server, tool string, args map[string]any) (MCPResult, error)
+	// ReadResource reads a resource of a server.
+	ReadResource(ctx context.Context, server, uri string) (MCPResult, error)
+}
+
+// MCPServer is one configured MCP server as the model is shown it.
+type MCPServer struct {
+	Name      string
+	Tools     []MCPTool
+	Resources []MCPResource
+	// Err is why the server is not available; nil when it is.
+	Err error
+}
+
+// MCPTool is a tool an MCP server offers.
+type MCPTool struct {
+	Name        string
+	Description string
+	// InputSchema is the tool's JSON schema for its arguments.
+	InputSchema json.RawMessage
+}
+
+// MCPResource is a resource an MCP server offers.
+type MCPResource struct {
+	URI         string
+	Name        string
+	Description string
+	MIMEType    string
+}
+
+// MCPResult is what a tool call or a resource read returned, as text:
+// text content as it is, images and audio as a note of their type and
+// size, embedded resources and resource links with their URI.
+type MCPResult struct {
+	Text    string
+	IsError bool
+}
+
+// MCP tool names, in the mcp group.
+const (
+	ToolUseMCPTool        = "use_mcp_tool"
+	ToolAccessMCPResource = "access_mcp_resource"
+)
+
+// useMCPTool runs use_mcp_tool.
+func (c *conv) useMCPTool(ctx context.Context, a args) callOutcome {
+	server, tool := a.s("server_name"), a.s("tool_name")
+	res, err := c.a.opts.MCP.CallTool(ctx, server, tool, a.obj["arguments"])
+	if err != nil {
+		return toolError("use_mcp_tool: %v", err)
+	}
+	return c.mcpOutcome(res)
+}
+
+// accessMCPResource runs access_mcp_resource.
+func (c *conv) accessMCPResource(ctx context.Context, a args) callOutcome {
+	res, err := c.a.opts.MCP.ReadResource(ctx, a.s("server_name"), a.s("uri"))
+	if err != nil {
+		return toolError("access_mcp_resource: %v", err)
+	}
+	return c.mcpOutcome(res)
+}
+
+func (c *conv) mcpOutcome(res MCPResult) callOutcome {
+	text := res.Text
+	if limit := c.a.opts.OutputLimit; len(text) > limit {
+		text = text[:limit] + fmt.Sprintf("\n[output cut at %d bytes]", limit)
+	}
+	if text == "" {
+		text = "(no content)"
+	}
+	if res.IsError {
+		// The tool ran and said it failed: not a malformed call, but the
+		// work it was asked to do is not done.
+		return callOutcome{content: "Error: " + text, isError: true, failed: true}
+	}
+	return callOutcome{content: text}
+}
+
+// mcpPrompt describes the servers to the model: each connected server's
+// tools with their schemas and its resources, and each one that is down.
+func mcpPrompt(servers []MCPServer) string {
+	var b strings.Builder
+	b.WriteString("\n====\n\nMCP SERVERS\n\n")
+	b.WriteString("These servers give you more tools and resources. Call a tool with use_mcp_tool (server_name, tool_name, arguments: an object matching the tool's input schema) and read a resource with access_mcp_resource (server_name, uri).\n")
+	for _, s := range servers {
+		if s.Err != nil {
+			fmt.Fprintf(&b, "\n## %s (unavailable)\n%s\n", s.Name, firstLineOf(s.Err.Error()))
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n", s.Name)
+		if len(s.Tools) > 0 {
+			b.WriteString("\n### Tools\n")
+		}
+		for _, t := range s.Tools {
+			fmt.Fprintf(&b, "- %s: %s\n", t.Name, strings.TrimSpace(t.Description))
+			if len(t.InputSchema) > 0 {
+				fmt.Fprintf(&b, "    Input schema: %s\n", t.InputSchema)
+			}
+		}
+		if len(s.Resources) > 0 {
+			b.WriteString("\n### Resources\n")
+		}
+		for _, r := range s.Resources {
+			fmt.Fprintf(&b, "- %s (%s)", r.URI, r.Name)
+			if r.MIMEType != "" {
+				fmt.Fprintf(&b, " [%s]", r.MIMEType)
+			}
+			if d := strings.TrimSpace(r.Description); d != "" {
+				fmt.Fprintf(&b, ": %s", firstLineOf(d))
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}

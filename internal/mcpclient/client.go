@@ -1,0 +1,541 @@
+// Package mcpclient connects the coding agent to the MCP servers a run is
+// configured with, using the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk).
+//
+// A Client serves every worker of one process. Each server is started on
+// first use (a stdio server through internal/proc, outside the worker
+// sandbox, with the allowlisted environment plus its own env; a
+// streamable-HTTP server by connecting to its URL), its tools and
+// resources are listed once, and the session is shared. A server that
+// exits is started again on the next use. Every step is bounded: starting
+// and initializing by StartTimeout, each call by CallTimeout, so a broken
+// server gives an error naming it instead of a hang. A server that could
+// not start is not tried again for RetryAfter, so that every call to it
+// fails at once while the run goes on.
+//
+// Tool arguments are validated against the tool's input schema (with
+// github.com/google/jsonschema-go, which the SDK uses) before the call;
+// tools whose schema does not resolve are left out, with a warning.
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/internal/proc"
+)
+
+// Server is one configured MCP server: stdio when Command is set, else
+// streamable HTTP at URL.
+type Server struct {
+	Name string
+	// Command is the program and its arguments.
+	Command []string
+	// Env is added to the allowlisted environment, names as written.
+	Env map[string]string
+	URL string
+}
+
+// Opts configures a Client. Zero fields mean the defaults given.
+type Opts struct {
+	Servers []Server
+	// EnvAllow is what a stdio server keeps of Environ (sandbox.env_allow);
+	// nil means proc.DefaultEnvAllow.
+	EnvAllow []string
+	// Environ is the environment EnvAllow picks from; nil means this
+	// process's.
+	Environ []string
+	// StartTimeout bounds starting a server, its initialize handshake and
+	// the listing of its tools and resources; default 30s.
+	StartTimeout time.Duration
+	// CallTimeout bounds one tool call or resource read; default 2m.
+	CallTimeout time.Duration
+	// RetryAfter is how long a server that failed to start is left alone
+	// before it is tried again; default 30s.
+	RetryAfter time.Duration
+	// HTTPClient talks to streamable-HTTP servers; nil means a default one.
+	HTTPClient *http.Client
+	// WarnFunc is told, once per failure, that a server is unavailable
+	// and why, in one line naming it; nil tells nobody.
+	WarnFunc func(msg string)
+	Logger   *slog.Logger
+}
+
+// Client is the MCP servers of one process. It is safe for concurrent use
+// and implements agent.MCP.
+type Client struct {
+	opts    Opts
+	ctx     context.Context // the servers' lifetime
+	cancel  context.CancelFunc
+	servers []*server
+	sdk     *mcp.Client
+}
+
+var _ agent.MCP = (*Client)(nil)
+
+// New returns a Client for the servers; none is started yet.
+func New(opts Opts) *Client {
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 2 * time.Minute
+	}
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = 30 * time.Second
+	}
+	if opts.EnvAllow == nil {
+		opts.EnvAllow = proc.DefaultEnvAllow
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{opts: opts, ctx: ctx, cancel: cancel,
+		sdk: mcp.NewClient(&mcp.Implementation{Name: "taskloom", Version: "1"}, &mcp.ClientOptions{Logger: opts.Logger})}
+	for _, s := range opts.Servers {
+		c.servers = append(c.servers, &server{cfg: s, c: c})
+	}
+	return c
+}
+
+// Close stops every server.
+func (c *Client) Close() error {
+	var errs []error
+	for _, s := range c.servers {
+		errs = append(errs, s.close())
+	}
+	c.cancel()
+	return errors.Join(errs...)
+}
+
+// Servers starts the servers not yet running, in parallel, and returns
+// each with its tools and resources or its error.
+func (c *Client) Servers(ctx context.Context) []agent.MCPServer {
+	out := make([]agent.MCPServer, len(c.servers))
+	var wg sync.WaitGroup
+	for i, s := range c.servers {
+		wg.Go(func() {
+			out[i] = agent.MCPServer{Name: s.cfg.Name}
+			st, err := s.session(ctx)
+			if err != nil {
+				out[i].Err = err
+				return
+			}
+			out[i].Tools, out[i].Resources = st.toolList, st.resources
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// CallTool validates args against the tool's input schema and calls it.
+func (c *Client) CallTool(ctx context.Context, serverName, tool string, args map[string]any) (agent.MCPResult, error) {
+	s, err := c.server(serverName)
+	if err != nil {
+		return agent.MCPResult{}, err
+	}
+	st, err := s.session(ctx)
+	if err != nil {
+		return agent.MCPResult{}, err
+	}
+	t, ok := st.tools[tool]
+	if !ok {
+		return agent.MCPResult{}, fmt.Errorf("MCP server %q has no tool %q (tools: %s)", s.cfg.Name, tool, strings.Join(toolNames(st.toolList), ", "))
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	plain, err := plainJSON(args)
+	if err != nil {
+		return agent.MCPResult{}, fmt.Errorf("arguments of %s/%s: %w", s.cfg.Name, tool, err)
+	}
+	if err := t.schema.Validate(plain); err != nil {
+		return agent.MCPResult{}, fmt.Errorf("arguments of %s/%s do not match its input schema: %v", s.cfg.Name, tool, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	defer cancel()
+	res, err := st.sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: plain})
+	if err != nil {
+		return agent.MCPResult{}, s.callError(ctx, cctx, st, tool, err)
+	}
+	text := contentText(res.Content)
+	if text == "" && res.StructuredContent != nil {
+		if data, err := json.Marshal(res.StructuredContent); err == nil {
+			text = string(data)
+		}
+	}
+	return agent.MCPResult{Text: text, IsError: res.IsError}, nil
+}
+
+// ReadResource reads a resource of a server.
+func (c *Client) ReadResource(ctx context.Context, serverName, uri string) (agent.MCPResult, error) {
+	s, err := c.server(serverName)
+	if err != nil {
+		return agent.MCPResult{}, err
+	}
+	st, err := s.session(ctx)
+	if err != nil {
+		return agent.MCPResult{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	defer cancel()
+	res, err := st.sess.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil {
+		return agent.MCPResult{}, s.callError(ctx, cctx, st, "resources/read "+uri, err)
+	}
+	var parts []string
+	for _, rc := range res.Contents {
+		parts = append(parts, resourceText(rc))
+	}
+	return agent.MCPResult{Text: strings.Join(parts, "\n")}, nil
+}
+
+func (c *Client) server(name string) (*server, error) {
+	for _, s := range c.servers {
+		if s.cfg.Name == name {
+			return s, nil
+		}
+	}
+	names := make([]string, 0, len(c.servers))
+	for _, s := range c.servers {
+		names = append(names, s.cfg.Name)
+	}
+	return nil, fmt.Errorf("no MCP server named %q (servers: %s)", name, strings.Join(names, ", "))
+}
+
+func toolNames(tools []agent.MCPTool) []string {
+	out := make([]string, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// plainJSON turns the model's arguments (which may hold json.Number) into
+// the plain JSON values the schema validator and the wire expect.
+func plainJSON(args map[string]any) (map[string]any, error) {
+	data, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// contentText renders a result's content for the model: text as it is,
+// the rest as notes that say what it was.
+func contentText(content []mcp.Content) string {
+	var parts []string
+	for _, c := range content {
+		switch v := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, v.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes, not shown]", orUnknown(v.MIMEType), len(v.Data)))
+		case *mcp.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio: %s, %d bytes, not shown]", orUnknown(v.MIMEType), len(v.Data)))
+		case *mcp.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource link: %s (%s); read it with access_mcp_resource]", v.URI, v.Name))
+		case *mcp.EmbeddedResource:
+			if v.Resource != nil {
+				parts = append(parts, resourceText(v.Resource))
+			}
+		default:
+			parts = append(parts, fmt.Sprintf("[%T content, not shown]", c))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// resourceText renders one resource's contents: its URI, then its text,
+// or a note of its type and size when it is binary.
+func resourceText(rc *mcp.ResourceContents) string {
+	if rc.Blob != nil && rc.Text == "" {
+		return fmt.Sprintf("[resource %s: %s, %d bytes of binary data, not shown]", rc.URI, orUnknown(rc.MIMEType), len(rc.Blob))
+	}
+	return fmt.Sprintf("[resource %s]\n%s", rc.URI, rc.Text)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown type"
+	}
+	return s
+}
+
+// tool is a listed tool with its resolved input schema.
+type tool struct {
+	schema *jsonschema.Resolved
+}
+
+// state is one live session of a server, with what it offers.
+type state struct {
+	sess      *mcp.ClientSession
+	done      chan struct{} // closed when the session ends
+	broken    atomic.Bool   // a call saw the connection end
+	tools     map[string]tool
+	toolList  []agent.MCPTool
+	resources []agent.MCPResource
+}
+
+func (st *state) alive() bool {
+	if st.broken.Load() {
+		return false
+	}
+	select {
+	case <-st.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// server is one configured server and its current session.
+type server struct {
+	cfg Server
+	c   *Client
+
+	mu       sync.Mutex
+	st       *state
+	err      error // the last start's failure
+	failedAt time.Time
+	stderr   tail
+}
+
+// session returns the server's live session, starting it when it has none
+// or the last one ended. A server that failed to start within RetryAfter
+// returns that failure again at once.
+func (s *server) session(ctx context.Context) (*state, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st != nil && s.st.alive() {
+		return s.st, nil
+	}
+	restart := s.st != nil
+	if s.st != nil {
+		_ = s.st.sess.Close()
+		s.st = nil
+	}
+	if s.err != nil && time.Since(s.failedAt) < s.c.opts.RetryAfter {
+		return nil, s.err
+	}
+	if restart {
+		s.c.opts.Logger.WarnContext(ctx, "MCP server stopped; starting it again", slog.String("server", s.cfg.Name))
+	}
+	st, err := s.start(ctx)
+	if err != nil {
+		s.err, s.failedAt = fmt.Errorf("MCP server %q %s", s.cfg.Name, err), time.Now()
+		if s.c.opts.WarnFunc != nil {
+			s.c.opts.WarnFunc(s.err.Error())
+		}
+		return nil, s.err
+	}
+	s.st, s.err = st, nil
+	return st, nil
+}
+
+// start connects to the server and lists its tools and resources, within
+// StartTimeout.
+func (s *server) start(ctx context.Context) (*state, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.c.opts.StartTimeout)
+	defer cancel()
+	s.stderr.reset()
+	var t mcp.Transport
+	what := "at " + s.cfg.URL
+	if len(s.cfg.Command) > 0 {
+		what = "(" + strings.Join(s.cfg.Command, " ") + ")"
+		env := make([]string, 0, len(s.cfg.Env))
+		for name, v := range s.cfg.Env {
+			env = append(env, name+"="+v)
+		}
+		slices.Sort(env)
+		// The server lives as long as the client, not as the call that
+		// started it.
+		cmd, err := proc.ServerCommand(s.c.ctx, proc.Cmd{
+			Args:     s.cfg.Command,
+			Env:      proc.ReduceEnv(s.c.opts.Environ, s.c.opts.EnvAllow, env...),
+			OnLine:   s.stderr.add,
+			Redactor: proc.NewRedactor(s.c.opts.Environ, s.c.opts.EnvAllow),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s could not start: %v", what, err)
+		}
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	} else {
+		t = &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.c.opts.HTTPClient, MaxRetries: -1}
+	}
+	sess, err := s.c.sdk.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, s.startError(ctx, what, "initialize", err)
+	}
+	st := &state{sess: sess, done: make(chan struct{}), tools: map[string]tool{}}
+	go func() {
+		_ = sess.Wait()
+		close(st.done)
+	}()
+	caps := sess.InitializeResult().Capabilities
+	if caps == nil || caps.Tools != nil {
+		for t, err := range sess.Tools(ctx, nil) {
+			if err != nil {
+				_ = sess.Close()
+				return nil, s.startError(ctx, what, "tools/list", err)
+			}
+			s.addTool(ctx, st, t)
+		}
+	}
+	if caps != nil && caps.Resources != nil {
+		for r, err := range sess.Resources(ctx, nil) {
+			if err != nil {
+				_ = sess.Close()
+				return nil, s.startError(ctx, what, "resources/list", err)
+			}
+			st.resources = append(st.resources, agent.MCPResource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType})
+		}
+	}
+	return st, nil
+}
+
+// addTool validates a listed tool and adds it; one with a bad name or a
+// schema that does not resolve is left out with a warning.
+func (s *server) addTool(ctx context.Context, st *state, t *mcp.Tool) {
+	warn := func(why string) {
+		s.c.opts.Logger.WarnContext(ctx, "MCP tool left out", slog.String("server", s.cfg.Name), slog.String("tool", t.Name), slog.String("why", why))
+	}
+	if strings.TrimSpace(t.Name) == "" {
+		warn("it has no name")
+		return
+	}
+	if _, dup := st.tools[t.Name]; dup {
+		warn("its name is listed twice")
+		return
+	}
+	raw, err := json.Marshal(t.InputSchema)
+	if err != nil || string(raw) == "null" {
+		raw = []byte(`{"type":"object"}`)
+	}
+	var sch jsonschema.Schema
+	if err := json.Unmarshal(raw, &sch); err != nil {
+		warn("its input schema is not a JSON schema: " + err.Error())
+		return
+	}
+	if sch.Type != "" && sch.Type != "object" {
+		warn("its input schema is not an object's")
+		return
+	}
+	resolved, err := sch.Resolve(nil)
+	if err != nil {
+		warn("its input schema does not resolve: " + err.Error())
+		return
+	}
+	st.tools[t.Name] = tool{schema: resolved}
+	st.toolList = append(st.toolList, agent.MCPTool{Name: t.Name, Description: t.Description, InputSchema: raw})
+}
+
+// startError words a failed start in one line: the step that failed, and
+// what a stdio server last said on stderr.
+func (s *server) startError(ctx context.Context, what, step string, err error) error {
+	msg := firstLine(err.Error())
+	if ctx.Err() != nil {
+		msg = fmt.Sprintf("did not answer within %s", s.c.opts.StartTimeout)
+	}
+	if line := s.stderr.last(); line != "" {
+		return fmt.Errorf("%s failed at %s: %s; its stderr ends: %s", what, step, msg, line)
+	}
+	return fmt.Errorf("%s failed at %s: %s", what, step, msg)
+}
+
+// callError words a failed call: a timeout, a server that went away
+// (started again on the next use), or the server's own error.
+func (s *server) callError(ctx, cctx context.Context, st *state, what string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case cctx.Err() != nil:
+		return fmt.Errorf("MCP server %q: %s did not answer within %s", s.cfg.Name, what, s.c.opts.CallTimeout)
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !st.alive():
+		st.broken.Store(true)
+		msg := fmt.Sprintf("MCP server %q stopped during %s (%s); it is started again on the next call", s.cfg.Name, what, firstLine(err.Error()))
+		if line := s.stderr.last(); line != "" {
+			msg += "; its stderr ends: " + line
+		}
+		return errors.New(msg)
+	}
+	return fmt.Errorf("MCP server %q: %s: %s", s.cfg.Name, what, firstLine(err.Error()))
+}
+
+func (s *server) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st == nil {
+		return nil
+	}
+	alive := s.st.alive()
+	err := s.st.sess.Close()
+	s.st = nil
+	// A server that already stopped has said so when it did; one that
+	// exits non-zero, or on the SIGTERM sent when it does not stop once
+	// its input is closed, has stopped as asked.
+	var exit *exec.ExitError
+	if alive && err != nil && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.As(err, &exit) {
+		return fmt.Errorf("close MCP server %q: %w", s.cfg.Name, err)
+	}
+	return nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// tail keeps the last non-empty line a stdio server wrote to stderr.
+type tail struct {
+	mu   sync.Mutex
+	line string
+}
+
+func (t *tail) add(line string) {
+	if line = strings.TrimSpace(line); line == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(line) > 300 {
+		line = line[:300] + "…"
+	}
+	t.line = line
+}
+
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.line
+}
+
+func (t *tail) reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.line = ""
+}
