@@ -1,0 +1,122 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/nodes"
+)
+
+// reviewError is a review the server refuses, with its HTTP status.
+type reviewError struct {
+	code int
+	msg  string
+}
+
+func (e *reviewError) Error() string { return e.msg }
+
+func refuse(code int, format string, args ...any) error {
+	return &reviewError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// reviewRequest is a decision taken on the page.
+type reviewRequest struct {
+	Task   string `json:"task"`
+	Action string `json:"action"`
+	Note   string `json:"note"`
+}
+
+// reviewResult says what was recorded and what is left.
+type reviewResult struct {
+	Recorded []recorded `json:"recorded"`
+	// Pending lists the escalated tasks still waiting for a decision.
+	Pending []string `json:"pending"`
+	// Resume is the command that acts on the decisions; ResumeNow says
+	// whether the run waits only for it.
+	Resume    string `json:"resume"`
+	ResumeNow bool   `json:"resume_now"`
+}
+
+type recorded struct {
+	Task string `json:"task"`
+	nodes.Decision
+}
+
+func (s *Server) handleReview(w http.ResponseWriter, r *http.Request) {
+	var req reviewRequest
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err == nil {
+		err = json.Unmarshal(body, &req)
+	}
+	if err != nil {
+		s.fail(w, r, refuse(http.StatusBadRequest, "the review request is not JSON {task, action, note}: %v", err))
+		return
+	}
+	res, err := s.review(r.Context(), s.runOf(r), req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, res)
+}
+
+// review records a decision on a run's escalated task as taskloom review
+// --task ID --action ACTION [--note TEXT] records it: the decision is
+// checked with nodes.ApplyDecision against the tasks as they are, then
+// stored as the answer to the task's human_escalation interrupt; abort
+// answers every pending escalation. resume acts on the answers.
+func (s *Server) review(ctx context.Context, runID string, req reviewRequest) (*reviewResult, error) {
+	d := nodes.Decision{Action: req.Action, Note: strings.TrimSpace(req.Note)}
+	if !slices.Contains([]string{nodes.ActionFixed, nodes.ActionRetry, nodes.ActionSkip, nodes.ActionAbort}, d.Action) {
+		return nil, refuse(http.StatusBadRequest, "action %q: want fixed, retry, skip or abort", d.Action)
+	}
+	if d.Note != "" && d.Action != nodes.ActionRetry {
+		return nil, refuse(http.StatusBadRequest, "a note goes with retry only")
+	}
+	snap, err := s.load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Escalations) == 0 {
+		return nil, refuse(http.StatusConflict, "run %s has no escalation waiting for a decision (it is %s)", runID, snap.Status)
+	}
+	values := map[string]any{}
+	var out []recorded
+	for _, e := range snap.Escalations {
+		if d.Action == nodes.ActionAbort || e.TaskID == req.Task {
+			values[e.InterruptID] = d
+			out = append(out, recorded{Task: e.TaskID, Decision: d})
+		}
+	}
+	if len(values) == 0 {
+		return nil, refuse(http.StatusNotFound, "task %q has no escalation waiting for a decision in run %s", req.Task, runID)
+	}
+	if d.Action != nodes.ActionAbort {
+		if _, err := nodes.ApplyDecision(snap.state.Tasks.Values(), req.Task, d); err != nil {
+			return nil, refuse(http.StatusConflict, "cannot %s %s in run %s: %v", d.Action, req.Task, runID, err)
+		}
+	}
+	if err := s.graph.Answer(ctx, runID, values); err != nil {
+		var busy *checkpoint.BusyError
+		if errors.As(err, &busy) {
+			return nil, refuse(http.StatusConflict, "run %s is being driven by another process (%s); wait for it to finish or stop it", runID, busy.Holder)
+		}
+		return nil, fmt.Errorf("record the review of run %s: %w", runID, err)
+	}
+	after, err := s.load(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	res := &reviewResult{Recorded: out, Pending: []string{}, Resume: after.Resume, ResumeNow: after.ResumeNow}
+	for _, e := range after.Escalations {
+		res.Pending = append(res.Pending, e.TaskID)
+	}
+	return res, nil
+}

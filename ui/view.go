@@ -1,0 +1,308 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/llm"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/verify"
+)
+
+// StatusEscalated is the status the page shows for a task that waits for a
+// review decision; the task itself is failed (or pending, for a deadlock).
+const StatusEscalated = "escalated"
+
+// snapshot is what the page shows of a run at one moment. The SSE stream
+// sends it whenever it changes, with the events that led there.
+type snapshot struct {
+	RunID        string               `json:"run_id"`
+	Status       string               `json:"status"`
+	TargetBranch string               `json:"target_branch"`
+	Product      string               `json:"product"`
+	Repo         string               `json:"repo"`
+	Model        string               `json:"model"`
+	Step         int64                `json:"step"`
+	Tasks        []taskView           `json:"tasks"`
+	Milestones   []planner.Milestone  `json:"milestones"`
+	Summary      scheduler.Summary    `json:"summary"`
+	Workers      []nodes.WorkerStatus `json:"workers"`
+	Escalations  []escalationView     `json:"escalations"`
+	Usage        nodes.UsageReport    `json:"usage"`
+	// Resume is the command that continues the run, and ResumeNow says
+	// whether the run waits for it: every escalation has a decision, or
+	// it was interrupted.
+	Resume    string `json:"resume"`
+	ResumeNow bool   `json:"resume_now"`
+
+	state  nodes.State
+	result graph.Result[nodes.State]
+}
+
+// taskView is a task as the graph and the lists show it.
+type taskView struct {
+	ID           string            `json:"id"`
+	Title        string            `json:"title"`
+	Status       string            `json:"status"`
+	Milestone    string            `json:"milestone"`
+	Dependencies []string          `json:"dependencies"`
+	Attempt      int               `json:"attempt"`
+	MaxAttempts  int               `json:"max_attempts"`
+	Critical     bool              `json:"critical"`
+	Label        string            `json:"label"`
+	Usage        nodes.UsageReport `json:"usage"`
+}
+
+// escalationView is an escalation that waits for a decision.
+type escalationView struct {
+	nodes.EscalationPayload
+	InterruptID string `json:"interrupt_id"`
+}
+
+// runMeta is the part of a run's stored meta the page shows.
+type runMeta struct {
+	Model   string `json:"model"`
+	Workers int    `json:"workers"`
+}
+
+// load reads a run's newest state and builds its snapshot.
+func (s *Server) load(ctx context.Context, runID string) (*snapshot, error) {
+	run, err := s.store.Run(ctx, runID)
+	if errors.Is(err, nodes.ErrRunNotFound) {
+		return nil, fmt.Errorf("run %s: %w", runID, errNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.graph.State(ctx, runID, -1)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		// The run stopped, or is, before its first step.
+		res, err = graph.Result[nodes.State]{Step: -1}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the state of run %s: %w", runID, err)
+	}
+	var meta runMeta
+	_ = json.Unmarshal(run.Meta, &meta) // a run without meta shows no model
+	st := res.State
+	snap := &snapshot{
+		RunID: run.ID, Status: run.Status, TargetBranch: st.Branch.Get(), Product: run.ProductPath, Repo: run.Repo,
+		Model: meta.Model, Step: res.Step, Milestones: nonNil(st.Milestones.Get()),
+		Summary: scheduler.Summarize(st.Tasks.Values()), Workers: nodes.Workers(res),
+		Escalations: []escalationView{}, Usage: nodes.NewUsageReport(nodes.RunUsage(st), meta.Model),
+		Resume: s.resumeCommand(run.ID), state: st, result: res,
+	}
+	escalated := map[string]bool{}
+	for _, in := range res.Interrupts {
+		if in.Node != nodes.NodeEscalation {
+			continue
+		}
+		e := escalationView{InterruptID: in.ID}
+		if err := in.Decode(&e.EscalationPayload); err != nil {
+			return nil, fmt.Errorf("run %s: escalation %s: %w", runID, in.ID, err)
+		}
+		escalated[e.TaskID] = true
+		snap.Escalations = append(snap.Escalations, e)
+	}
+	// Answered escalations leave the run paused until resume acts on them.
+	snap.ResumeNow = run.Status == nodes.RunInterrupted ||
+		(run.Status == nodes.RunPaused && len(snap.Escalations) == 0)
+
+	usage := map[string]llm.Usage{}
+	for _, a := range st.Attempts.Values() {
+		usage[a.TaskID] = usage[a.TaskID].Add(a.Usage())
+	}
+	lay := s.layout(runID, st.Tasks.Values(), st.Milestones.Get(), meta.Workers)
+	for _, t := range st.Tasks.Values() {
+		v := taskView{ID: t.ID, Title: t.Title, Status: string(t.Status), Milestone: t.MilestoneID,
+			Dependencies: nonNil(t.Dependencies), Attempt: nodes.CurrentAttempt(st, t.ID), MaxAttempts: t.MaxAttempts,
+			Critical: lay.critical[t.ID], Usage: nodes.NewUsageReport(usage[t.ID], meta.Model)}
+		if escalated[t.ID] {
+			v.Status = StatusEscalated
+		}
+		v.Label = taskLabel(v)
+		snap.Tasks = append(snap.Tasks, v)
+	}
+	if snap.Tasks == nil {
+		snap.Tasks = []taskView{}
+	}
+	return snap, nil
+}
+
+// taskLabel is a task's accessible name: its ID, title and status, and
+// whether it is on the critical path.
+func taskLabel(v taskView) string {
+	label := fmt.Sprintf("%s: %s, status %s", v.ID, v.Title, strings.ReplaceAll(v.Status, "_", " "))
+	if v.Critical {
+		label += ", on the critical path"
+	}
+	return label
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// resumeCommand is the command that continues run id from a shell.
+func (s *Server) resumeCommand(id string) string {
+	return strings.Join(append([]string{"taskloom", "resume", id}, s.resumeFlags...), " ")
+}
+
+// taskDetail is everything the page shows about one task.
+type taskDetail struct {
+	Task       planner.Task      `json:"task"`
+	Status     string            `json:"status"`
+	Critical   bool              `json:"critical"`
+	Usage      nodes.UsageReport `json:"usage"`
+	Escalation *escalationView   `json:"escalation"`
+	Attempts   []attemptView     `json:"attempts"`
+	RunStatus  string            `json:"run_status"`
+	Resume     string            `json:"resume"`
+}
+
+// attemptView is one attempt of a task.
+type attemptView struct {
+	Attempt      int                `json:"attempt"`
+	Error        string             `json:"error"`
+	Diff         string             `json:"diff"`
+	Changed      bool               `json:"changed"`
+	Tests        string             `json:"tests"`
+	TestOutput   string             `json:"test_output"`
+	Passed       bool               `json:"passed"`
+	Integrated   string             `json:"integrated"`
+	Conflicts    []string           `json:"conflicts"`
+	Question     string             `json:"question"`
+	Usage        nodes.UsageReport  `json:"usage"`
+	Conversation []conversationView `json:"conversation"`
+}
+
+// conversationView is one conversation of an attempt, as its UI history
+// records it.
+type conversationView struct {
+	ID       string    `json:"id"`
+	Messages []message `json:"messages"`
+}
+
+// message is one entry of a conversation.
+type message struct {
+	Type   string `json:"type"`
+	Kind   string `json:"kind"`
+	Text   string `json:"text"`
+	Tool   string `json:"tool,omitempty"`
+	Args   string `json:"args,omitempty"`
+	Result string `json:"result,omitempty"`
+	Error  bool   `json:"error,omitempty"`
+}
+
+// detail builds the detail of task taskID of a snapshot.
+func (s *Server) detail(ctx context.Context, snap *snapshot, taskID string) (*taskDetail, error) {
+	st := snap.state
+	t, ok := st.Tasks.Get(taskID)
+	if !ok {
+		return nil, fmt.Errorf("run %s has no task %s: %w", snap.RunID, taskID, errNotFound)
+	}
+	d := &taskDetail{Task: t, Status: string(t.Status), Attempts: []attemptView{}, RunStatus: snap.Status, Resume: snap.Resume}
+	for _, v := range snap.Tasks {
+		if v.ID == taskID {
+			d.Status, d.Critical, d.Usage = v.Status, v.Critical, v.Usage
+		}
+	}
+	for i := range snap.Escalations {
+		if snap.Escalations[i].TaskID == taskID {
+			d.Escalation = &snap.Escalations[i]
+		}
+	}
+	convs, err := s.conversations(ctx, snap.RunID, taskID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range st.Attempts.Values() {
+		if a.TaskID != taskID {
+			continue
+		}
+		av := attemptView{Attempt: a.Attempt, Error: a.Error, Diff: a.Diff, Changed: a.Changed, Integrated: a.Integrated,
+			Conflicts: nonNil(a.Conflicts), Question: a.Question, Usage: nodes.NewUsageReport(a.Usage(), snap.Model),
+			Conversation: nonNil(convs[a.Attempt])}
+		if a.ProviderError != "" && av.Error == "" {
+			av.Error = a.ProviderError
+		}
+		if a.Tests != nil {
+			av.Passed, av.TestOutput, av.Tests = a.Tests.Passed, a.Tests.Output, testSummary(*a.Tests)
+		}
+		d.Attempts = append(d.Attempts, av)
+	}
+	return d, nil
+}
+
+// Limits of a conversation's texts on the page.
+const (
+	convText   = 4000
+	convResult = 2000
+)
+
+// conversations reads the task's conversations from the run's histories,
+// by attempt.
+func (s *Server) conversations(ctx context.Context, runID, taskID string) (map[int][]conversationView, error) {
+	ids, err := s.store.Conversations(ctx, runID, taskID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int][]conversationView{}
+	h := s.store.Histories(runID)
+	for _, id := range ids {
+		_, attempt, _, err := nodes.ParseConversationID(runID, id)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := h.Load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		cv := conversationView{ID: id, Messages: []message{}}
+		for _, m := range rec.UI {
+			msg := message{Type: m.Type, Kind: m.Say + m.Ask, Text: cut(m.Text, convText)}
+			if m.Tool != nil {
+				msg.Tool, msg.Args, msg.Result, msg.Error = m.Tool.Name, cut(m.Tool.Arguments, convText), cut(m.Tool.Result, convResult), m.Tool.IsError
+			}
+			cv.Messages = append(cv.Messages, msg)
+		}
+		out[attempt] = append(out[attempt], cv)
+	}
+	return out, nil
+}
+
+// cut shortens s to about n bytes, saying so.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + fmt.Sprintf("\n… %d more bytes", len(s)-n)
+}
+
+// testSummary sums up a verification for the page: passed or how many
+// failed, with the runner and its exit code.
+func testSummary(v verify.Verdict) string {
+	out := "failed"
+	switch {
+	case v.Passed:
+		out = "passed"
+	case v.TimedOut:
+		out = "timed out"
+	case v.Failed > 0:
+		out = fmt.Sprintf("%d of %d failed", v.Failed, max(v.Total, v.Failed))
+	}
+	if r := v.Runner(); r != "" {
+		out += ", " + r
+	}
+	return fmt.Sprintf("%s, exit code %d", out, v.ExitCode)
+}
