@@ -38,6 +38,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/proc"
 )
 
@@ -118,8 +119,11 @@ func New(opts Opts) *Client {
 	return c
 }
 
-// Close stops every server.
+// Close stops every server. A nil Client has none.
 func (c *Client) Close() error {
+	if c == nil {
+		return nil
+	}
 	var errs []error
 	for _, s := range c.servers {
 		errs = append(errs, s.close())
@@ -538,4 +542,23 @@ func (t *tail) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.line = ""
+}
+
+// FromConfig returns the client of a run's mcp.servers, with stdio servers
+// getting sandbox.env_allow plus their own env, and each server that
+// cannot start named once on warnings; nil when no server is configured.
+func FromConfig(cfg config.Config, warnings io.Writer) *Client {
+	if len(cfg.MCP.Servers) == 0 {
+		return nil
+	}
+	var servers []Server
+	for _, s := range cfg.MCP.Servers {
+		servers = append(servers, Server{Name: s.Name, Command: append(slices.Clone(s.Command), s.Args...), Env: s.Env, URL: s.URL})
+	}
+	var mu sync.Mutex
+	return New(Opts{Servers: servers, EnvAllow: cfg.Sandbox.EnvAllow, WarnFunc: func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(warnings, "taskloom: warning: %s\n", msg)
+	}})
 }
