@@ -97,14 +97,23 @@ func (r *resolved) breakdownModel(ctx context.Context, model llms.Model, product
 	}
 	chunks := sectionChunks(productMD, r.sectionChars)
 	if len(chunks) == 1 {
-		return r.breakdownOne(ctx, model, chunks[0], nil)
+		return r.breakdownOne(ctx, model, chunks[0], nil, r.planningContext(ctx, chunks[0].text))
 	}
+	// Each chunk is shown the repository as a whole, within the budget
+	// that the largest chunk leaves.
+	largest := ""
+	for _, c := range chunks {
+		if len(c.text) > len(largest) {
+			largest = c.text
+		}
+	}
+	extra := r.planningContext(ctx, largest)
 	merged := &RawPlan{}
 	created := map[string]string{} // file -> merged task ID
 	for i, c := range chunks {
 		c.note = fmt.Sprintf("This is part %d of %d of a large PRODUCT.md, planned one part at a time: plan only the sections below.", i+1, len(chunks))
 		r.logger.InfoContext(ctx, "planner: breaking down a part", slog.Int("part", i+1), slog.Int("parts", len(chunks)), slog.String("section", c.title))
-		raw, err := r.breakdownOne(ctx, model, c, created)
+		raw, err := r.breakdownOne(ctx, model, c, created, extra)
 		if err != nil {
 			return nil, err
 		}
@@ -201,11 +210,12 @@ func mergeInto(merged, part *RawPlan, created map[string]string) {
 
 // breakdownOne asks the model to plan one chunk, re-asking with the
 // problems of each invalid answer. created lists the files earlier chunks
-// create (nil for a single chunk).
-func (r *resolved) breakdownOne(ctx context.Context, model llms.Model, c chunk, created map[string]string) (*RawPlan, error) {
+// create (nil for a single chunk). extra comes before the PRODUCT.md: the
+// repository map and a run's current tasks (planningContext).
+func (r *resolved) breakdownOne(ctx context.Context, model llms.Model, c chunk, created map[string]string, extra string) (*RawPlan, error) {
 	msgs := []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, r.systemPrompt()),
-		llms.TextParts(llms.ChatMessageTypeHuman, userPrompt(c, created)),
+		llms.TextParts(llms.ChatMessageTypeHuman, userPrompt(c, created, extra)),
 	}
 	attempts := r.maxReasks + 1
 	var issues []Issue
@@ -339,8 +349,9 @@ Rules:
 		MaxTitleLen, l.MaxCriteriaPerTask, l.MaxFilesToCreate, l.MaxFilesToModify, l.MaxTimeMinutes)
 }
 
-func userPrompt(c chunk, created map[string]string) string {
+func userPrompt(c chunk, created map[string]string, extra string) string {
 	var b strings.Builder
+	b.WriteString(extra)
 	if c.note != "" {
 		b.WriteString(c.note)
 		b.WriteString("\n")

@@ -162,6 +162,7 @@ func ParseTaskListFile(name, productMD string) (*RawPlan, error) {
 		}
 		return nil, &ValidationError{Issues: issues}
 	}
+	p.raw.Lines = p.sourceLines()
 	return p.raw, nil
 }
 

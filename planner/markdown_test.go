@@ -71,6 +71,11 @@ func TestParseTaskListSample(t *testing.T) {
 			},
 		},
 	}
+	// Lines say where each task and file came from, for warnings.
+	require.Equal(t, 36, raw.Lines[SourceKey("T3", "", "")])
+	require.Equal(t, 39, raw.Lines[SourceKey("T3", "files_to_create", "internal/api/routes.go")])
+	require.Equal(t, 51, raw.Lines[SourceKey("T4", "files_to_modify", "README.md")])
+	raw.Lines = nil
 	require.Equal(t, want, raw)
 }
 

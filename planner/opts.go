@@ -160,6 +160,10 @@ type Opts struct {
 	// at hand; "" means none. A split orders its parts by the imports of
 	// the files that exist there.
 	Repo string
+	// CurrentTasks are a run's tasks when an edited PRODUCT.md is planned
+	// again (replan): the breakdown is shown them, so that tasks that stay
+	// the same keep their IDs.
+	CurrentTasks []Task
 }
 
 // resolved is Opts with every default filled in.
@@ -175,6 +179,7 @@ type resolved struct {
 	logger       *slog.Logger
 	productName  string
 	repo         string
+	current      []Task
 }
 
 func (o *Opts) resolve() (*resolved, error) {
@@ -192,6 +197,7 @@ func (o *Opts) resolve() (*resolved, error) {
 		logger:       o.Logger,
 		productName:  o.ProductName,
 		repo:         o.Repo,
+		current:      o.CurrentTasks,
 	}
 	if r.productName == "" {
 		r.productName = DefaultProductName

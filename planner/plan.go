@@ -54,6 +54,7 @@ func Build(raw *RawPlan, opts *Opts) (*Plan, error) {
 		Milestones: append([]RawMilestone(nil), raw.Milestones...),
 		Tasks:      append([]RawTask(nil), raw.Tasks...),
 		Warnings:   raw.Warnings,
+		Lines:      raw.Lines,
 	}
 	if err := cp.Validate(); err != nil {
 		return nil, err
@@ -65,7 +66,7 @@ func (r *resolved) build(raw *RawPlan) (*Plan, error) {
 	p := &Plan{
 		Milestones: make([]Milestone, len(raw.Milestones)),
 		Tasks:      make([]Task, 0, 2*len(raw.Tasks)),
-		Warnings:   append([]string{}, raw.Warnings...),
+		Warnings:   append(append([]string{}, raw.Warnings...), r.repoWarnings(raw)...),
 		Cycles:     [][]string{},
 	}
 	for i, m := range raw.Milestones {

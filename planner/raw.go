@@ -22,6 +22,9 @@ type RawPlan struct {
 	// near-miss task heading in a PRODUCT.md; Build passes them on to the
 	// plan's warnings. They are not part of the JSON.
 	Warnings []string `json:"-"`
+	// Lines are where a PRODUCT.md task list gave each task and file (see
+	// SourceKey), for warnings that name the line. Not part of the JSON.
+	Lines map[string]int `json:"-"`
 }
 
 // RawMilestone is a milestone as the raw tasks JSON gives it.
