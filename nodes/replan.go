@@ -1,0 +1,147 @@
+package nodes
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/scheduler"
+)
+
+// ReplanOpts configures Replan. nil means a dry run.
+type ReplanOpts struct {
+	// Apply records the replan as a checkpoint of the run.
+	Apply bool
+	// FollowUps adds a follow-up task for each completed task that the
+	// edited PRODUCT.md changed.
+	FollowUps bool
+	// Planner scores follow-up tasks.
+	Planner *planner.Opts
+	// Now stamps the run's log entry; nil means time.Now.
+	Now func() time.Time
+}
+
+// ReplanResult is a replan of a run and, once applied, the checkpoint that
+// holds it.
+type ReplanResult struct {
+	*planner.Replan
+	RunID   string `json:"run_id"`
+	Applied bool   `json:"applied"`
+	// Checkpoint is the step of the checkpoint that records the replan;
+	// `taskloom resume RUN_ID` continues from it, and `resume --from` forks
+	// the run there.
+	Checkpoint int64 `json:"checkpoint,omitempty"`
+}
+
+// inFlightNodes are the nodes that carry a particular attempt from one step
+// to the next; a run stopped before one of them had an attempt in flight.
+var inFlightNodes = []string{NodeImplement, NodeImplementParallel, NodeVerify, NodeVerifyParallel, NodeIntegrate}
+
+// ReplanFunc plans the edited PRODUCT.md; current are the run's tasks,
+// which a model's breakdown is shown so that unchanged tasks keep their IDs.
+type ReplanFunc func(ctx context.Context, current []planner.Task) (*planner.Plan, error)
+
+// Replan plans the edited PRODUCT.md with planFunc, merges that plan into
+// the run's newest checkpoint (planner.ReplanPlan says how) and, with opts.Apply,
+// records the result as a new checkpoint that resume continues from.
+//
+// A run that has ended is not replanned: its work is done and a new run
+// starts from its result. Applying needs the run stopped (paused for
+// review or interrupted): a live run holds its lease, and Apply fails
+// naming that. When the run stopped with attempts in flight, those attempts
+// are cancelled: their tasks go back to pending (or are skipped when
+// removed), the attempt cut short not counting against max_attempts, and
+// the run goes on from select_task. Escalations of tasks the replan changed,
+// removed or unblocked are dropped; the others are asked again.
+func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFunc ReplanFunc, opts *ReplanOpts) (*ReplanResult, error) {
+	if opts == nil {
+		opts = &ReplanOpts{}
+	}
+	res, err := g.State(ctx, runID, -1)
+	if err != nil {
+		return nil, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	if res.Status == graph.StatusDone {
+		return nil, fmt.Errorf("run %s has ended (%s); replan works on a run that is paused or stopped: start a new run for the edited PRODUCT.md", runID, StatusOf(res, nil))
+	}
+	s := res.State
+	old := s.Tasks.Values()
+	next, err := planFunc(ctx, old)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := planner.ReplanPlan(old, s.Milestones.Get(), next, &planner.ReplanOpts{Opts: opts.Planner, FollowUps: opts.FollowUps})
+	if err != nil {
+		return nil, fmt.Errorf("replan run %s: %w", runID, err)
+	}
+	out := &ReplanResult{Replan: rp, RunID: runID}
+	if !opts.Apply {
+		return out, nil
+	}
+	inFlight := slices.ContainsFunc(res.Next, func(n string) bool { return slices.Contains(inFlightNodes, n) })
+	tasks := rp.Tasks
+	if inFlight {
+		for i := range tasks {
+			if tasks[i].Status == planner.StatusInProgress {
+				tasks[i].Status = planner.StatusPending
+			}
+		}
+	}
+	tasks = scheduler.Propagate(tasks)
+	var u State
+	before := map[string]planner.Task{}
+	for _, t := range old {
+		before[t.ID] = t
+	}
+	for _, t := range tasks {
+		if o, ok := before[t.ID]; !ok || !reflect.DeepEqual(o, t) {
+			u.Tasks.Put(t.ID, t)
+		}
+	}
+	u.Milestones.Set(rp.Milestones)
+	u.Cycles.Set(nil)
+	u.Escalations.Set(keptEscalations(s.Escalations.Get(), before, tasks))
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	u.Log.Add(Entry{Time: now(), Text: rp.Summary()})
+	for _, w := range rp.Warnings {
+		u.Log.Add(Entry{Time: now(), Text: "replan warning: " + w})
+	}
+	asNode := ""
+	if inFlight {
+		// human_escalation routes to select_task: the attempts in flight
+		// are dropped and their tasks selected again.
+		asNode = NodeEscalation
+		u.Batch.Set(nil)
+		u.Escalations.Set(nil)
+	}
+	step, err := g.UpdateState(ctx, runID, asNode, u)
+	if err != nil {
+		return nil, fmt.Errorf("record the replan of run %s: %w", runID, err)
+	}
+	out.Applied, out.Checkpoint = true, step
+	return out, nil
+}
+
+// keptEscalations returns the escalations whose task the replan left as it
+// was and that still hold: a deadlock or a cycle is found again if it
+// remains.
+func keptEscalations(escs []Escalation, before map[string]planner.Task, after []planner.Task) []Escalation {
+	var out []Escalation
+	for _, e := range escs {
+		if e.Reason == ReasonDeadlock || e.Reason == ReasonCycle {
+			continue
+		}
+		i := slices.IndexFunc(after, func(t planner.Task) bool { return t.ID == e.TaskID })
+		if o, ok := before[e.TaskID]; ok && i >= 0 && reflect.DeepEqual(o, after[i]) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
