@@ -22,6 +22,9 @@ type Activity struct {
 	Usage agent.Usage
 	// Wait is how long the attempt waits for the provider (ActivityWait).
 	Wait time.Duration
+	// Worker is the process working the attempt, host:pid, when it is
+	// not this one.
+	Worker string
 }
 
 // Tools of the activities the pipeline reports itself.

@@ -50,7 +50,7 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	}
 	n := s.Builds.Get() + 1
 	u.Builds.Set(n)
-	wt, err := p.createWorktree(ctx, s.RunID.Get(), "build", n)
+	wt, err := p.createWorktree(ctx, s.RunID.Get(), "build", n, "")
 	if err != nil {
 		return u, fmt.Errorf("build verification: %w", err)
 	}
@@ -369,7 +369,7 @@ func (p *Pipeline) revertCulprits(ctx context.Context, s State) (State, error) {
 // revert makes and integrates the revert commit of culprits, newest
 // first, and returns its commit on the branch.
 func (p *Pipeline) revert(ctx context.Context, s State, n int, culprits []Culprit) (string, error) {
-	wt, err := p.createWorktree(ctx, s.RunID.Get(), "revert", n)
+	wt, err := p.createWorktree(ctx, s.RunID.Get(), "revert", n, "")
 	if err != nil {
 		return "", err
 	}

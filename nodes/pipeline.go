@@ -55,6 +55,13 @@ type Pipeline struct {
 	// Secrets finds secret values in an attempt's changes, which are then
 	// never committed; nil looks for none.
 	Secrets *proc.Redactor
+	// Dispatcher, when set, queues attempts for workers in this process or
+	// on other machines instead of running them here.
+	Dispatcher Dispatcher
+	// Remote is the git remote shared with workers on other machines:
+	// attempts' bases are pushed there and their commits fetched from
+	// there. "" means workers share this repository.
+	Remote string
 	// WorkerTimeout bounds a worker's whole attempt; 0 means no bound.
 	WorkerTimeout time.Duration
 	Clock         graph.Clock
@@ -359,8 +366,48 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	// The attempt number never restarts (a review's retry goes on
 	// counting), so each attempt gets its own worktree, trailer, kept ref
 	// and conversation.
-	attempt := nextAttempt(s, id)
-	run := s.RunID.Get()
+	job := AttemptJob{RunID: s.RunID.Get(), Task: task, Attempt: nextAttempt(s, id)}
+	var res AttemptResult
+	var err error
+	if p.Dispatcher != nil {
+		res, err = p.dispatch(ctx, job)
+	} else {
+		res, err = p.RunAttempt(ctx, job)
+	}
+	if err != nil {
+		return u, err
+	}
+	u.Attempts.Put(attemptKey(id, job.Attempt), res.Attempt)
+	u.Log.Add(p.entry(id, "%s attempt %d: %s", id, job.Attempt, res.Note))
+	return u, nil
+}
+
+// AttemptJob is one attempt of a task, as a worker gets it.
+type AttemptJob struct {
+	RunID   string       `json:"run_id"`
+	Task    planner.Task `json:"task"`
+	Attempt int          `json:"attempt"`
+	// Base is the commit the attempt starts from; "" is the target
+	// branch's head.
+	Base string `json:"base,omitempty"`
+}
+
+// AttemptResult is what an attempt's worker did.
+type AttemptResult struct {
+	Attempt Attempt `json:"attempt"`
+	// Note is the run log's line about it.
+	Note string `json:"note"`
+	// Worker is the process that ran it, as host:pid; "" is this one.
+	Worker string `json:"worker,omitempty"`
+	// Pushed says the attempt's commit is at its AttemptRef on the
+	// shared remote rather than only in this repository.
+	Pushed bool `json:"pushed,omitempty"`
+}
+
+// RunAttempt runs one attempt in its worktree in this repository: the
+// worker, the guard around it, and the commit of what it changed.
+func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResult, error) {
+	id, attempt, run, task := job.Task.ID, job.Attempt, job.RunID, job.Task
 	// A worktree of this very attempt means the process died while the
 	// worker ran: the worker resumes its conversation there.
 	wt, err := p.Repo.Get(ctx, run, id, attempt)
@@ -373,22 +420,22 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		clearStaleLocks(ctx, wt.Path)
 	}
 	if !resumed {
-		if wt, err = p.createWorktree(ctx, run, id, attempt); err != nil {
-			return u, fmt.Errorf("implement %s: %w", id, err)
+		if wt, err = p.createWorktree(ctx, run, id, attempt, job.Base); err != nil {
+			return AttemptResult{}, fmt.Errorf("implement %s: %w", id, err)
 		}
 	}
 	// What the worker may not touch (other refs, the repo's config and
 	// hooks) is snapshotted now and put back after it.
 	guard, err := p.Repo.Guard(ctx, wt)
 	if err != nil {
-		return u, fmt.Errorf("implement %s: %w", id, err)
+		return AttemptResult{}, fmt.Errorf("implement %s: %w", id, err)
 	}
 	p.crash("implement:before_worker")
 	rec := Attempt{TaskID: id, Attempt: attempt, Worktree: wt.Name(), Branch: wt.Branch}
 	// The prompt's "Attempt: n of max" shows the task's progress toward
 	// max_attempts (task.Attempts+1); the conversation is named by the
 	// attempt number.
-	job := agent.Job{RunID: run, Task: task, Attempt: attempt, MaxAttempts: task.MaxAttempts, Worktree: wt.Path,
+	ajob := agent.Job{RunID: run, Task: task, Attempt: attempt, MaxAttempts: task.MaxAttempts, Worktree: wt.Path,
 		// A reviewer's notes are in the task's implementation notes,
 		// which the prompt shows.
 		PreviousError: task.Error, Restart: !resumed}
@@ -396,12 +443,12 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	if p.WorkerTimeout > 0 {
 		wctx, cancel = context.WithTimeoutCause(wctx, p.WorkerTimeout, errWorkerTimeout)
 	}
-	out, werr := p.Worker.Implement(wctx, job)
+	out, werr := p.Worker.Implement(wctx, ajob)
 	timedOut := errors.Is(context.Cause(wctx), errWorkerTimeout)
 	cancel()
 	switch {
 	case werr != nil && ctx.Err() != nil:
-		return u, werr
+		return AttemptResult{}, werr
 	case timedOut:
 		rec.Error = fmt.Sprintf("worker: timed out after %s (worker.timeout)", p.WorkerTimeout)
 	case out.Status == agent.OutcomeProvider:
@@ -424,11 +471,9 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 			// Nothing of this attempt can be committed: git there would
 			// not run against the attempt. The retry gets a new worktree.
 			rec.Error = joinErrors(rec.Error, "the worker broke its worktree: "+gerr.Error())
-			u.Attempts.Put(attemptKey(id, attempt), rec)
-			u.Log.Add(p.entry(id, "%s attempt %d: %s", id, attempt, firstLine(rec.Error)))
-			return u, nil
+			return AttemptResult{Attempt: rec, Note: firstLine(rec.Error)}, nil
 		default:
-			return u, fmt.Errorf("implement %s: %w", id, gerr)
+			return AttemptResult{}, fmt.Errorf("implement %s: %w", id, gerr)
 		}
 	}
 	rec.Worker, rec.WorkerReason = out.Summary, string(out.Status)
@@ -443,7 +488,7 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	rec.CacheReadTokens, rec.CacheWriteTokens, rec.UsageEstimated = out.Usage.CacheReadTokens, out.Usage.CacheWriteTokens, out.Usage.Estimated
 	sha, changed, err := p.Repo.Commit(ctx, wt, fmt.Sprintf("%s: %s", id, task.Title))
 	if err != nil {
-		return u, fmt.Errorf("implement %s: commit: %w", id, err)
+		return AttemptResult{}, fmt.Errorf("implement %s: commit: %w", id, err)
 	}
 	if !changed && resumed {
 		// Committed before the crash.
@@ -453,13 +498,17 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 		}
 		ahead, _ := gitOutput(ctx, wt.Path, "rev-list", "--count", from+"..HEAD")
 		changed = strings.TrimSpace(ahead) != "0" && strings.TrimSpace(ahead) != ""
+		if changed {
+			sha, _ = gitOutput(ctx, wt.Path, "rev-parse", "HEAD")
+			sha = strings.TrimSpace(sha)
+		}
 	}
 	if changed {
 		if names := p.committedSecrets(ctx, wt); len(names) > 0 {
 			// A secret must never reach the user's branch. The commit is
 			// dropped from the attempt's branch; the retry is told why.
 			if _, err := gitOutput(ctx, wt.Path, "reset", "-q", "--hard", "HEAD~1"); err != nil {
-				return u, fmt.Errorf("implement %s: drop a commit with secrets: %w", id, err)
+				return AttemptResult{}, fmt.Errorf("implement %s: drop a commit with secrets: %w", id, err)
 			}
 			sha, changed = "", false
 			rec.Error = joinErrors(rec.Error, fmt.Sprintf("the attempt's changes contain the value of %s; a secret must never be committed, so they were discarded",
@@ -468,7 +517,6 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	}
 	rec.Commit, rec.Changed = sha, changed
 	p.crash("implement:after_commit")
-	u.Attempts.Put(attemptKey(id, attempt), rec)
 	msg := "worker finished"
 	if rec.WorkerReason != "" {
 		msg += " (" + rec.WorkerReason + ")"
@@ -476,8 +524,7 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	if !changed {
 		msg += "; it changed nothing"
 	}
-	u.Log.Add(p.entry(id, "%s attempt %d: %s", id, attempt, msg))
-	return u, nil
+	return AttemptResult{Attempt: rec, Note: msg}, nil
 }
 
 var errWorkerTimeout = errors.New("worker timed out")
@@ -505,8 +552,8 @@ func (p *Pipeline) committedSecrets(ctx context.Context, wt *worktree.Worktree) 
 // createWorktree makes an attempt's worktree. A branch left without its
 // worktree (the folder was deleted, by a worker or by hand) is removed
 // first, its commit kept, so that the attempt starts afresh.
-func (p *Pipeline) createWorktree(ctx context.Context, run, id string, attempt int) (*worktree.Worktree, error) {
-	wt, err := p.Repo.Create(ctx, run, id, attempt)
+func (p *Pipeline) createWorktree(ctx context.Context, run, id string, attempt int, base string) (*worktree.Worktree, error) {
+	wt, err := p.Repo.CreateAt(ctx, run, id, attempt, base)
 	if !errors.Is(err, worktree.ErrExists) {
 		return wt, err
 	}
@@ -514,7 +561,7 @@ func (p *Pipeline) createWorktree(ctx context.Context, run, id string, attempt i
 	if rerr := p.Repo.RemoveAttempt(ctx, run, id, attempt); rerr != nil {
 		return nil, fmt.Errorf("%w (and removing what is left: %v)", err, rerr)
 	}
-	return p.Repo.Create(ctx, run, id, attempt)
+	return p.Repo.CreateAt(ctx, run, id, attempt, base)
 }
 
 // EscalationPayload is what a human_escalation interrupt carries.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/migrations"
@@ -56,7 +58,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Opts) (*Driver, error) {
 	}
 	p := &Driver{pool: pool, mig: mig, retry: checkpoint.NewRetrier(checkpoint.MaskURL(pool.Config().ConnString()), opts.Retry, Transient)}
 	if !opts.SkipMigrate {
-		if _, err := mig.Migrate(ctx, migrations.Up, nil); err != nil {
+		if _, err := p.Migrate(ctx); err != nil {
 			return nil, fmt.Errorf("postgres: migrate: %w", err)
 		}
 	}
@@ -98,9 +100,41 @@ func (p *Driver) Pool() *pgxpool.Pool { return p.pool }
 // Migrator returns the migrator of the database.
 func (p *Driver) Migrator() *migrations.Migrator { return p.mig }
 
-// Migrate applies the pending migrations.
+// Migrate applies the pending migrations: the store's own, then River's,
+// whose job tables hold the attempts that workers on other machines take.
 func (p *Driver) Migrate(ctx context.Context) (*migrations.Result, error) {
-	return p.mig.Migrate(ctx, migrations.Up, nil)
+	res, err := p.mig.Migrate(ctx, migrations.Up, nil)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := rivermigrate.New(riverpgxv5.New(p.pool), nil)
+	if err != nil {
+		return nil, fmt.Errorf("river: %w", err)
+	}
+	// Processes that start together must not both create River's tables:
+	// one holds a lock on the schema while it migrates. (River's steps
+	// each need their own transaction, so the lock is a session's.)
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("river: %w", err)
+	}
+	defer conn.Release()
+	var key int64
+	if err := conn.QueryRow(ctx, `SELECT hashtextextended('taskloom.river.' || coalesce(current_schema(), ''), 0)`).Scan(&key); err != nil {
+		return nil, fmt.Errorf("river: %w", err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+		return nil, fmt.Errorf("river: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, key) }()
+	rres, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return nil, fmt.Errorf("river: %w", err)
+	}
+	for _, v := range rres.Versions {
+		res.Versions = append(res.Versions, migrations.AppliedVersion{Version: v.Version, Name: "river_" + v.Name, Duration: v.Duration})
+	}
+	return res, nil
 }
 
 // Close implements checkpoint.Saver. It closes the pool only when OpenPostgres made it.

@@ -1,0 +1,196 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/taskloom/taskloom/nodes"
+)
+
+// DispatcherOpts configures a Dispatcher.
+type DispatcherOpts struct {
+	// Model and Config are the run's, as jobs carry them.
+	Model  string
+	Config json.RawMessage
+	// Lease is how long a worker's hold lasts without renewal; 30s when 0.
+	Lease time.Duration
+	// Poll is how often the job is looked at while it runs; 250ms when 0.
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+// Dispatcher queues a run's attempts as River jobs and waits for their
+// results. It implements nodes.Dispatcher.
+type Dispatcher struct {
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+	opts   DispatcherOpts
+}
+
+// NewDispatcher returns a Dispatcher on the database of pool, whose River
+// tables the store's migrations created.
+func NewDispatcher(pool *pgxpool.Pool, opts *DispatcherOpts) (*Dispatcher, error) {
+	d := &Dispatcher{pool: pool}
+	if opts != nil {
+		d.opts = *opts
+	}
+	if d.opts.Lease <= 0 {
+		d.opts.Lease = 30 * time.Second
+	}
+	if d.opts.Poll <= 0 {
+		d.opts.Poll = 250 * time.Millisecond
+	}
+	if d.opts.Logger == nil {
+		d.opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: quiet(d.opts.Logger)})
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	d.client = client
+	return d, nil
+}
+
+// Dispatch implements nodes.Dispatcher.
+func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progress func(nodes.Activity)) (nodes.AttemptResult, error) {
+	args := Args{RunID: job.RunID, TaskID: job.Task.ID, Attempt: job.Attempt, Job: job,
+		Model: d.opts.Model, Config: d.opts.Config, Lease: d.opts.Lease}
+	ins, err := d.client.Insert(ctx, args, nil)
+	if err != nil {
+		return nodes.AttemptResult{}, fmt.Errorf("queue attempt %s/%s/%d: %w", job.RunID, job.Task.ID, job.Attempt, err)
+	}
+	id := ins.Job.ID
+	if ins.UniqueSkippedAsDuplicate {
+		d.opts.Logger.InfoContext(ctx, "attempt already queued; waiting for it", slog.Int64("job", id), slog.String("state", string(ins.Job.State)))
+	}
+	var seen string
+	say := func(a nodes.Activity) {
+		if key := a.Worker + "\x00" + a.Tool + "\x00" + a.Summary; key != seen {
+			seen = key
+			progress(a)
+		}
+	}
+	t := time.NewTicker(d.opts.Poll)
+	defer t.Stop()
+	for {
+		row, err := d.client.JobGet(ctx, id)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nodes.AttemptResult{}, ctx.Err()
+		case errors.Is(err, river.ErrNotFound):
+			return nodes.AttemptResult{}, fmt.Errorf("attempt job %d is gone from the queue", id)
+		case err != nil:
+			// The database is away for a moment: the job is safe there.
+			d.opts.Logger.WarnContext(ctx, "cannot read the attempt's job; retrying", slog.Int64("job", id), slog.Any("error", err))
+		default:
+			switch row.State {
+			case rivertype.JobStateCompleted:
+				var res nodes.AttemptResult
+				if err := json.Unmarshal(row.Output(), &res); err != nil {
+					return nodes.AttemptResult{}, fmt.Errorf("attempt job %d: its result is unreadable: %w", id, err)
+				}
+				return res, nil
+			case rivertype.JobStateDiscarded, rivertype.JobStateCancelled:
+				return nodes.AttemptResult{}, fmt.Errorf("its job was %s after %d tries: %s", row.State, row.Attempt, lastError(row))
+			case rivertype.JobStateRunning:
+				if a, ok := d.checkLease(ctx, row); ok {
+					say(a)
+				}
+			default:
+				say(nodes.Activity{Tool: "queue", Summary: "waiting for a worker"})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nodes.AttemptResult{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func lastError(row *rivertype.JobRow) string {
+	if len(row.Errors) == 0 {
+		return "no error recorded"
+	}
+	return row.Errors[len(row.Errors)-1].Error
+}
+
+// checkLease looks at the lease of a running job: its worker's activity,
+// or, when the worker stopped renewing it, the job handed back to the
+// queue so that another worker takes it now.
+func (d *Dispatcher) checkLease(ctx context.Context, row *rivertype.JobRow) (nodes.Activity, bool) {
+	var worker, tool, summary string
+	var lapsed bool
+	err := d.pool.QueryRow(ctx, `SELECT worker, expires_at < now(), tool, summary FROM attempt_leases WHERE job_id = $1`, row.ID).
+		Scan(&worker, &lapsed, &tool, &summary)
+	reason := ""
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		// Taken, but no worker holds it: it died before it could say so.
+		if row.AttemptedAt != nil && time.Since(*row.AttemptedAt) > d.opts.Lease {
+			reason = fmt.Sprintf("no worker held it for %s after it was taken", d.opts.Lease)
+		}
+	case err != nil:
+		return nodes.Activity{}, false
+	case lapsed:
+		reason = fmt.Sprintf("worker %s stopped renewing its lease (worker.lease %s)", worker, d.opts.Lease)
+	default:
+		return nodes.Activity{Worker: worker, Tool: tool, Summary: summary}, true
+	}
+	if reason == "" {
+		return nodes.Activity{}, false
+	}
+	if err := Requeue(ctx, d.pool, row.ID, row.Attempt, reason); err != nil {
+		d.opts.Logger.WarnContext(ctx, "cannot hand a dead worker's attempt back to the queue", slog.Int64("job", row.ID), slog.Any("error", err))
+		return nodes.Activity{}, false
+	}
+	d.opts.Logger.WarnContext(ctx, "attempt handed back to the queue", slog.Int64("job", row.ID), slog.String("reason", reason))
+	return nodes.Activity{Worker: worker, Tool: "queue", Summary: "requeued: " + reason}, true
+}
+
+// Requeue makes a running job whose worker is gone available again at
+// once, recording why among its errors as River's rescuer does, and drops
+// the dead worker's lease. It does nothing when the job moved on (another
+// try started, or it finished) in the meantime.
+func Requeue(ctx context.Context, pool *pgxpool.Pool, jobID int64, attempt int, reason string) error {
+	_, err := pool.Exec(ctx, `WITH j AS (
+		UPDATE river_job SET state = 'available', scheduled_at = now(),
+			errors = array_append(coalesce(errors, '{}'), jsonb_build_object('at', now(), 'attempt', attempt, 'error', $3::text, 'trace', ''))
+		WHERE id = $1 AND state = 'running' AND attempt = $2
+		RETURNING id)
+	DELETE FROM attempt_leases WHERE job_id IN (SELECT id FROM j)`, jobID, attempt, reason)
+	return err
+}
+
+// quiet passes on River's warnings and errors only: its routine messages
+// would drown a run's own.
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(levelFilter{l.Handler(), slog.LevelWarn})
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(a), f.min}
+}
+
+func (f levelFilter) WithGroup(n string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(n), f.min}
+}

@@ -1,0 +1,159 @@
+package queue_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/queue"
+	"github.com/taskloom/taskloom/store/postgres"
+	"github.com/taskloom/taskloom/worktree"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+// repos makes a bare remote and two clones of it: the run's and a
+// worker's.
+func repos(t *testing.T) (remote, run, worker string) {
+	dir := t.TempDir()
+	remote, run, worker = filepath.Join(dir, "remote.git"), filepath.Join(dir, "run"), filepath.Join(dir, "worker")
+	git(t, dir, "init", "-q", "--bare", "-b", "main", remote)
+	git(t, dir, "clone", "-q", remote, run)
+	require.NoError(t, os.WriteFile(filepath.Join(run, "README"), []byte("hi\n"), 0o644))
+	git(t, run, "add", "README")
+	git(t, run, "commit", "-q", "-m", "init")
+	git(t, run, "push", "-q", "origin", "HEAD:main")
+	git(t, dir, "clone", "-q", remote, worker)
+	return remote, run, worker
+}
+
+func open(t *testing.T, dir string) *worktree.Manager {
+	m, err := worktree.Open(context.Background(), dir, nil)
+	require.NoError(t, err)
+	return m
+}
+
+func pool(t *testing.T) *pgxpool.Pool {
+	url := checkpointtest.NewEmptyPostgresSchema(t)
+	d, err := postgres.Open(context.Background(), url, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d.Pool()
+}
+
+// writer is a worker that writes one file named after its task.
+func writer(started chan<- string) agent.Worker {
+	return agent.WorkerFunc(func(ctx context.Context, job agent.Job) (agent.Outcome, error) {
+		if started != nil {
+			started <- job.Task.ID
+		}
+		err := os.WriteFile(filepath.Join(job.Worktree, job.Task.ID+".txt"), []byte(job.Task.Title+"\n"), 0o644)
+		return agent.Outcome{Status: agent.OutcomeDone, Summary: "wrote " + job.Task.ID}, err
+	})
+}
+
+func job(t *testing.T, run *worktree.Manager, runID, taskID string) nodes.AttemptJob {
+	head, err := run.Head(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, run.Push(context.Background(), "origin", head, worktree.BaseRef(runID, taskID, 1)))
+	return nodes.AttemptJob{RunID: runID, Task: planner.Task{ID: taskID, Title: "task " + taskID}, Attempt: 1, Base: head}
+}
+
+func TestRemoteWorkerRunsAndPushesAnAttempt(t *testing.T) {
+	ctx := context.Background()
+	remote, runDir, workerDir := repos(t)
+	db := pool(t)
+	run, wrk := open(t, runDir), open(t, workerDir)
+	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "box-b:42", Poll: 100 * time.Millisecond,
+		Pipeline: func(context.Context, queue.Args) (*nodes.Pipeline, error) {
+			return &nodes.Pipeline{Repo: wrk, Worker: writer(nil), Remote: "origin"}, nil
+		}})
+	require.NoError(t, err)
+	defer stop()
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: "scripted:x", Lease: 5 * time.Second})
+	require.NoError(t, err)
+	var acts []nodes.Activity
+	j := job(t, run, "r1", "T1")
+	res, err := d.Dispatch(ctx, j, func(a nodes.Activity) { acts = append(acts, a) })
+	require.NoError(t, err)
+	require.Equal(t, "box-b:42", res.Worker)
+	require.True(t, res.Pushed)
+	require.True(t, res.Attempt.Changed)
+	require.Equal(t, "done: wrote T1", res.Attempt.WorkerReason+": "+res.Attempt.Worker)
+	// The attempt's commit is on the remote, on top of the run's base.
+	got := git(t, remote, "rev-parse", worktree.AttemptRef("r1", "T1", 1))
+	require.Equal(t, res.Attempt.Commit, got)
+	require.Equal(t, j.Base, git(t, remote, "rev-parse", got+"^"))
+	require.Equal(t, "task T1", git(t, remote, "show", got+":T1.txt"))
+	// The worker's clone keeps no worktree of it.
+	_, err = wrk.Get(ctx, "r1", "T1", 1)
+	require.ErrorIs(t, err, worktree.ErrNotFound)
+
+	// Asked again (a resumed run), the queue answers from the same job.
+	again, err := d.Dispatch(ctx, j, func(nodes.Activity) {})
+	require.NoError(t, err)
+	require.Equal(t, res.Attempt.Commit, again.Attempt.Commit)
+	var jobs int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs))
+	require.Equal(t, 1, jobs)
+}
+
+func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
+	ctx := context.Background()
+	_, runDir, workerDir := repos(t)
+	db := pool(t)
+	run, wrk := open(t, runDir), open(t, workerDir)
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Lease: 2 * time.Second, Poll: 100 * time.Millisecond})
+	require.NoError(t, err)
+	j := job(t, run, "r2", "T1")
+
+	// A worker took the job and died: the job is running under a lease
+	// that nobody renews.
+	var id int64
+	require.NoError(t, db.QueryRow(ctx, `SELECT 1`).Scan(new(int)))
+	go func() { _, _ = d.Dispatch(ctx, j, func(nodes.Activity) {}) }()
+	require.Eventually(t, func() bool {
+		return db.QueryRow(ctx, `SELECT id FROM river_job`).Scan(&id) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	_, err = db.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{dead}' WHERE id = $1`, id)
+	require.NoError(t, err)
+	_, err = db.Exec(ctx, `INSERT INTO attempt_leases (job_id, run_id, task_id, attempt, worker, expires_at) VALUES ($1, 'r2', 'T1', 1, 'box-a:7', now() + interval '1 second')`, id)
+	require.NoError(t, err)
+
+	started := make(chan string, 1)
+	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "box-b:42", Poll: 100 * time.Millisecond,
+		Pipeline: func(context.Context, queue.Args) (*nodes.Pipeline, error) {
+			return &nodes.Pipeline{Repo: wrk, Worker: writer(started), Remote: "origin"}, nil
+		}})
+	require.NoError(t, err)
+	defer stop()
+	res, err := d.Dispatch(ctx, j, func(nodes.Activity) {})
+	require.NoError(t, err)
+	require.Equal(t, "box-b:42", res.Worker)
+	require.Equal(t, "T1", <-started)
+	var attempt int
+	var errs []string
+	require.NoError(t, db.QueryRow(ctx, `SELECT attempt, array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job WHERE id = $1`, id).Scan(&attempt, &errs))
+	require.Equal(t, 2, attempt, "River ran the job a second time")
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0], "worker box-a:7 stopped renewing its lease")
+}

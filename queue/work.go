@@ -1,0 +1,234 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/taskloom/taskloom/nodes"
+)
+
+// ErrElsewhere is what WorkOpts.Pipeline returns for an attempt that this
+// worker must leave to others: a run driver's own workers work only that
+// run's attempts.
+var ErrElsewhere = errors.New("this attempt is for other workers")
+
+// WorkOpts configures Start.
+type WorkOpts struct {
+	// Concurrency is how many attempts run at once; 1 when 0.
+	Concurrency int
+	// Pipeline returns what runs an attempt of args: the run's config and
+	// model, in this process's repository. An error fails this try of the
+	// job, which River then hands out again.
+	Pipeline func(ctx context.Context, args Args) (*nodes.Pipeline, error)
+	// Name is this worker as leases and status show it; WorkerName() when
+	// empty.
+	Name string
+	// Poll is how often an idle worker looks for jobs besides River's
+	// notifications; River's default when 0.
+	Poll   time.Duration
+	Logger *slog.Logger
+}
+
+// Start starts taking attempts from the queue of pool's database and
+// returns a function that stops: it cancels the attempts still running
+// (their jobs go back to the queue) and waits for them.
+func Start(ctx context.Context, pool *pgxpool.Pool, opts *WorkOpts) (stop func(), err error) {
+	o := *opts
+	if o.Concurrency <= 0 {
+		o.Concurrency = 1
+	}
+	if o.Name == "" {
+		o.Name = WorkerName()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &attemptWorker{pool: pool, opts: o}); err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		ID:      o.Name,
+		Queues:  map[string]river.QueueConfig{Name: {MaxWorkers: o.Concurrency}},
+		Workers: workers,
+		// An attempt is bounded by worker.timeout, not by River.
+		JobTimeout: -1,
+		// Dead workers are found by their leases within a minute; River's
+		// rescuer is the backstop for a run whose driver is gone too.
+		RescueStuckJobsAfter: 3 * time.Hour,
+		RetryPolicy:          soonRetry{},
+		// A run resumed days later must find its finished attempts.
+		CompletedJobRetentionPeriod: 30 * 24 * time.Hour,
+		FetchPollInterval:           o.Poll,
+		Logger:                      quiet(o.Logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, fmt.Errorf("queue: start the worker: %w", err)
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = client.StopAndCancel(sctx)
+	}, nil
+}
+
+// soonRetry hands a failed try out again after a few seconds: the usual
+// failures (a remote or database out of reach on one machine) are cured by
+// another worker, not by waiting.
+type soonRetry struct{}
+
+func (soonRetry) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(time.Duration(job.Attempt) * 2 * time.Second)
+}
+
+type attemptWorker struct {
+	river.WorkerDefaults[Args]
+	pool *pgxpool.Pool
+	opts WorkOpts
+}
+
+func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
+	a := job.Args
+	lease := a.Lease
+	if lease <= 0 {
+		lease = 30 * time.Second
+	}
+	l := &holder{pool: w.pool, job: job.ID, args: a, worker: w.opts.Name, ttl: lease}
+	p, err := w.opts.Pipeline(ctx, a)
+	if errors.Is(err, ErrElsewhere) {
+		// Another run's attempt, for workers of its own repository: put
+		// back without counting a try.
+		return river.JobSnooze(time.Second)
+	}
+	if err != nil {
+		return fmt.Errorf("worker %s: %w", w.opts.Name, err)
+	}
+	if err := l.take(ctx); err != nil {
+		return fmt.Errorf("worker %s: take the lease of attempt %s/%s/%d: %w", w.opts.Name, a.RunID, a.TaskID, a.Attempt, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.renew(wctx)
+	}()
+	wctx = nodes.WithActivityFunc(wctx, l.report)
+	w.opts.Logger.InfoContext(ctx, "attempt taken", slog.String("run", a.RunID), slog.String("task", a.TaskID), slog.Int("attempt", a.Attempt), slog.Int("try", job.Attempt))
+	res, err := p.Work(wctx, a.Job)
+	cancel()
+	<-done
+	l.drop(ctx)
+	if err != nil {
+		return fmt.Errorf("worker %s: %w", w.opts.Name, err)
+	}
+	res.Worker = w.opts.Name
+	return river.RecordOutput(ctx, res)
+}
+
+// holder is a worker's lease on one attempt, with what it is doing.
+type holder struct {
+	pool   *pgxpool.Pool
+	job    int64
+	args   Args
+	worker string
+	ttl    time.Duration
+
+	mu      sync.Mutex
+	act     nodes.Activity
+	changed chan struct{}
+}
+
+func (h *holder) take(ctx context.Context) error {
+	h.changed = make(chan struct{}, 1)
+	_, err := h.pool.Exec(ctx, `INSERT INTO attempt_leases (job_id, run_id, task_id, attempt, worker, expires_at, tool, summary, updated_at)
+		VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond', 'worker', 'starting', now())
+		ON CONFLICT (job_id) DO UPDATE SET worker = excluded.worker, expires_at = excluded.expires_at,
+			tool = excluded.tool, summary = excluded.summary, updated_at = excluded.updated_at`,
+		h.job, h.args.RunID, h.args.TaskID, h.args.Attempt, h.worker, h.ttl.Milliseconds())
+	return err
+}
+
+func (h *holder) report(a nodes.Activity) {
+	h.mu.Lock()
+	h.act = a
+	h.mu.Unlock()
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+// renew extends the lease a third of its length before it would lapse, and
+// writes the latest activity as it changes (at most a few times a second),
+// until ctx is done.
+func (h *holder) renew(ctx context.Context) {
+	t := time.NewTicker(h.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-h.changed:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		h.mu.Lock()
+		a := h.act
+		h.mu.Unlock()
+		tool, summary := a.Tool, a.Summary
+		if tool == "" {
+			tool, summary = "worker", "starting"
+		}
+		_, err := h.pool.Exec(ctx, `UPDATE attempt_leases SET expires_at = now() + $2 * interval '1 millisecond', tool = $3, summary = $4, updated_at = now()
+			WHERE job_id = $1 AND worker = $5`, h.job, h.ttl.Milliseconds(), tool, summary, h.worker)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			// The database is away: the next tick tries again, and the
+			// run hands the attempt elsewhere if it stays away.
+			continue
+		}
+	}
+}
+
+func (h *holder) drop(ctx context.Context) {
+	_, _ = h.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM attempt_leases WHERE job_id = $1 AND worker = $2`, h.job, h.worker)
+}
+
+// Lease is a worker's hold on an in-flight attempt, as status shows it.
+type Lease struct {
+	TaskID  string
+	Attempt int
+	Worker  string
+	Tool    string
+	Summary string
+}
+
+// Leases returns the live leases of a run's attempts.
+func Leases(ctx context.Context, pool *pgxpool.Pool, runID string) ([]Lease, error) {
+	rows, err := pool.Query(ctx, `SELECT task_id, attempt, worker, tool, summary FROM attempt_leases
+		WHERE run_id = $1 AND expires_at >= now() ORDER BY task_id, attempt`, runID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
+		var l Lease
+		err := r.Scan(&l.TaskID, &l.Attempt, &l.Worker, &l.Tool, &l.Summary)
+		return l, err
+	})
+}
