@@ -52,6 +52,11 @@ func TestPipelineRetryWithTheFailureThenIntegrateOnce(t *testing.T) {
 	require.Equal(t, []string{"T1/1", "T2/2"}, h.eventsOf(EventTaskIntegrated))
 	require.Equal(t, []string{"T1/1 worker 1", "T2/1 worker 1", "T2/2 worker 1"}, h.eventsOf(EventTaskStarted))
 	require.Empty(t, h.eventsOf(EventTaskEscalated))
+	h.mu.Lock()
+	planned := h.events[0]
+	h.mu.Unlock()
+	require.Equal(t, EventPlanReady, planned.Type)
+	require.Equal(t, []PlannedTask{{ID: "T1", Title: "Add", Dependencies: []string{}, Minutes: 2}, {ID: "T2", Title: "Mul", Dependencies: []string{"T1"}, Minutes: 2}}, planned.Tasks)
 	// The retry went from integrate straight back to implement_task.
 	require.Contains(t, strings.Join(h.nodes, " "), NodeIntegrate+" "+NodeImplement+" "+NodeVerify)
 
