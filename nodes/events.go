@@ -41,6 +41,7 @@ type RunEvent struct {
 	Worker       int    // task_started: the worker's slot, from 1
 	Tool         string // worker_activity
 	Summary      string // worker_activity
+	Host         string // worker_activity: host:pid of a worker in another process
 	Reason       string // provider_wait, task_escalated
 	Seconds      float64
 	Passed       bool   // task_verified
@@ -71,6 +72,9 @@ func (e RunEvent) MarshalJSON() ([]byte, error) {
 		m["task_id"], m["attempt"], m["worker"] = e.TaskID, e.Attempt, e.Worker
 	case EventWorkerActivity:
 		m["task_id"], m["attempt"], m["tool"], m["summary"] = e.TaskID, e.Attempt, e.Tool, e.Summary
+		if e.Host != "" {
+			m["host"] = e.Host
+		}
 	case EventProviderWait:
 		m["reason"], m["seconds"] = e.Reason, e.Seconds
 	case EventTaskVerified:

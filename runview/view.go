@@ -224,9 +224,12 @@ func (v *View) Activity(a nodes.Activity) {
 		case nodes.ActivityTests, nodes.ActivityWait, "worker":
 			w.activity = a.Summary
 		}
+		if a.Worker != "" {
+			w.activity = a.Worker + ": " + w.activity
+		}
 		if a.Tool != nodes.ActivityWait {
 			ev := v.tr.Event(nodes.EventWorkerActivity)
-			ev.TaskID, ev.Attempt, ev.Tool, ev.Summary = a.TaskID, a.Attempt, a.Tool, a.Summary
+			ev.TaskID, ev.Attempt, ev.Tool, ev.Summary, ev.Host = a.TaskID, a.Attempt, a.Tool, a.Summary, a.Worker
 			v.emit(ev)
 		}
 	}
