@@ -1,0 +1,141 @@
+package nodes
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/planner"
+)
+
+// replanRun stores a run whose tasks are those of plan with the given
+// statuses, written as asNode wrote them, and returns its graph.
+func replanRun(t *testing.T, plan *planner.Plan, status map[string]planner.Status, asNode string, escs []Escalation) *graph.Runnable[State] {
+	t.Helper()
+	g := plannedRun(t, plan)
+	var seed State
+	seed.Milestones.Set(plan.Milestones)
+	for _, tk := range plan.Tasks {
+		if s, ok := status[tk.ID]; ok {
+			tk.Status = s
+		}
+		seed.Tasks.Put(tk.ID, tk)
+	}
+	seed.Escalations.Set(escs)
+	_, err := g.UpdateState(context.Background(), "r1", asNode, seed)
+	require.NoError(t, err)
+	return g
+}
+
+// plannedRun stores run r1 as task_breakdown leaves it with plan: its
+// first step only.
+func plannedRun(t *testing.T, plan *planner.Plan) *graph.Runnable[State] {
+	t.Helper()
+	r := &Runner{Pipeline: &Pipeline{PlanFunc: func(context.Context) (*planner.Plan, error) { return plan, nil }},
+		Saver: checkpoint.NewMemory(), StepLimit: 1}
+	g, err := r.Runnable()
+	require.NoError(t, err)
+	var in State
+	in.RunID.Set("r1")
+	_, err = g.Invoke(context.Background(), "r1", in, nil)
+	require.ErrorIs(t, err, graph.ErrStepLimit)
+	return g
+}
+
+func replanPlan(t *testing.T, tasks ...planner.RawTask) ReplanFunc {
+	t.Helper()
+	p, err := planner.Build(&planner.RawPlan{Milestones: []planner.RawMilestone{{ID: "M1", Name: "One"}}, Tasks: tasks}, nil)
+	require.NoError(t, err)
+	return func(context.Context, []planner.Task) (*planner.Plan, error) { return p, nil }
+}
+
+func rawTask(id, file string, deps ...string) planner.RawTask {
+	return planner.RawTask{ID: id, Title: "Write " + file, MilestoneID: "M1", AcceptanceCriteria: []string{file + " exists"},
+		FilesToCreate: []string{file}, Dependencies: deps}
+}
+
+func TestReplanAppliesAsCheckpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old, err := replanPlan(t, rawTask("T1", "a"), rawTask("T2", "b"), rawTask("T3", "c", "T2"))(ctx, nil)
+	require.NoError(t, err)
+	// Paused for review of T2, which failed; T3 is blocked behind it.
+	g := replanRun(t, old, map[string]planner.Status{"T1": planner.StatusCompleted, "T2": planner.StatusFailed, "T3": planner.StatusBlocked},
+		NodeSelect, []Escalation{{TaskID: "T2", Reason: ReasonMaxAttempts, Error: "tests failed"}})
+	before, err := g.State(ctx, "r1", -1)
+	require.NoError(t, err)
+	require.Equal(t, []string{NodeEscalation}, before.Next)
+
+	changed := rawTask("T2", "b")
+	changed.AcceptanceCriteria = []string{"b exists and is not empty"}
+	next := replanPlan(t, rawTask("T1", "a"), changed, rawTask("T4", "d", "T1"))
+
+	dry, err := Replan(ctx, g, "r1", next, nil)
+	require.NoError(t, err)
+	require.False(t, dry.Applied)
+	after, err := g.State(ctx, "r1", -1)
+	require.NoError(t, err)
+	require.Equal(t, before.Step, after.Step, "a dry run records nothing")
+
+	res, err := Replan(ctx, g, "r1", next, &ReplanOpts{Apply: true})
+	require.NoError(t, err)
+	require.True(t, res.Applied)
+	after, err = g.State(ctx, "r1", -1)
+	require.NoError(t, err)
+	require.Equal(t, res.Checkpoint, after.Step)
+	require.Equal(t, before.Step+1, after.Step)
+	require.Equal(t, []string{NodeEscalation}, after.Next, "the run goes on where it paused")
+	require.Empty(t, after.State.Escalations.Get(), "the changed T2 is not asked about again")
+	status := map[string]planner.Status{}
+	for _, tk := range after.State.Tasks.Values() {
+		status[tk.ID] = tk.Status
+	}
+	require.Equal(t, map[string]planner.Status{"T1": planner.StatusCompleted, "T2": planner.StatusPending,
+		"T3": planner.StatusSkipped, "T4": planner.StatusPending}, status)
+	log := after.State.Log.Items()
+	require.Equal(t, "replan: 1 kept, 1 changed (T2), 1 added (T4), 1 removed (T3)", log[len(log)-1].Text)
+
+	// The checkpoint before the replan can still be forked.
+	require.NoError(t, g.Fork(ctx, "r1", before.Step, "r1-fork"))
+	forked, err := g.State(ctx, "r1-fork", -1)
+	require.NoError(t, err)
+	t2, _ := forked.State.Tasks.Get("T2")
+	require.Equal(t, planner.StatusFailed, t2.Status)
+}
+
+func TestReplanCancelsAttemptsInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old, err := replanPlan(t, rawTask("T1", "a"), rawTask("T2", "b"))(ctx, nil)
+	require.NoError(t, err)
+	// Stopped (Ctrl-C) while T1 and T2 were being implemented.
+	g := replanRun(t, old, map[string]planner.Status{"T1": planner.StatusInProgress, "T2": planner.StatusInProgress}, NodeImplement, nil)
+	res, err := Replan(ctx, g, "r1", replanPlan(t, rawTask("T1", "a")), &ReplanOpts{Apply: true})
+	require.NoError(t, err)
+	require.True(t, res.Applied)
+	after, err := g.State(ctx, "r1", -1)
+	require.NoError(t, err)
+	require.Equal(t, []string{NodeSelect}, after.Next, "the run selects tasks again")
+	t1, _ := after.State.Tasks.Get("T1")
+	t2, _ := after.State.Tasks.Get("T2")
+	require.Equal(t, planner.StatusPending, t1.Status, "its cut-short attempt runs again")
+	require.Equal(t, planner.StatusSkipped, t2.Status)
+	require.Equal(t, planner.RemovedReason, t2.Error)
+}
+
+func TestReplanRefusesEndedRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old, err := replanPlan(t, rawTask("T1", "a"))(ctx, nil)
+	require.NoError(t, err)
+	g := plannedRun(t, old)
+	var seed State
+	seed.Outcome.Set(OutcomeCompleted)
+	_, err = g.UpdateState(ctx, "r1", NodeBuild, seed)
+	require.NoError(t, err)
+	_, err = Replan(ctx, g, "r1", replanPlan(t, rawTask("T1", "a")), nil)
+	require.ErrorContains(t, err, "run r1 has ended")
+}
