@@ -1,0 +1,369 @@
+package ui_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/ui"
+)
+
+func TestCheckAddr(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		addr        string
+		allowRemote bool
+		wantRemote  bool // ErrRemote
+		wantErr     bool
+	}{
+		{addr: "127.0.0.1:7070"},
+		{addr: "127.9.9.9:0"},
+		{addr: "localhost:7070"},
+		{addr: "[::1]:7070"},
+		{addr: "0.0.0.0:7070", wantRemote: true, wantErr: true},
+		{addr: "192.168.1.10:7070", wantRemote: true, wantErr: true},
+		{addr: ":7070", wantRemote: true, wantErr: true}, // every interface
+		{addr: "0.0.0.0:7070", allowRemote: true},
+		{addr: "7070", wantErr: true},
+	} {
+		err := ui.CheckAddr(c.addr, c.allowRemote)
+		require.Equal(t, c.wantErr, err != nil, "CheckAddr(%q, %v) = %v", c.addr, c.allowRemote, err)
+		require.Equal(t, c.wantRemote, errors.Is(err, ui.ErrRemote), "CheckAddr(%q, %v) = %v", c.addr, c.allowRemote, err)
+	}
+	_, err := ui.New(ui.Opts{Addr: "0.0.0.0:7070"})
+	require.Error(t, err)
+}
+
+// do sends a request to h and returns the response.
+func do(t *testing.T, h http.Handler, method, target string, body io.Reader, header http.Header) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(method, target, body)
+	r.Host = "127.0.0.1:7070"
+	for k, v := range header {
+		r.Header[k] = v
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// csrfOf reads the page's CSRF token.
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(page, `<meta name="taskloom-csrf" content="`)
+	require.True(t, ok, "no CSRF token in the page")
+	token, _, _ := strings.Cut(rest, `"`)
+	require.Len(t, token, 64)
+	return token
+}
+
+// pageHeader are the headers of the page's own POSTs.
+func pageHeader(csrf string) http.Header {
+	return http.Header{"Content-Type": {"application/json"}, "Origin": {"http://127.0.0.1:7070"},
+		"Sec-Fetch-Site": {"same-origin"}, "X-Taskloom-Csrf": {csrf}}
+}
+
+// TestPageAndAPI shows an escalated run on both stores: the page names
+// every task with its status, the API shows the escalation, the task's
+// detail has its diff, test output and conversation, and a retry recorded
+// from the page is recorded as taskloom review records it, which resume
+// then acts on.
+func TestPageAndAPI(t *testing.T) {
+	t.Parallel()
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := st.newURL(t)
+			repo, runID := escalatedRun(t, dbURL)
+			h := newServer(t, dbURL, runID, &ui.Opts{ResumeFlags: []string{"--repo", repo}}).Handler()
+
+			page := do(t, h, "GET", "/", nil, nil)
+			require.Equal(t, http.StatusOK, page.Code, page.Body.String())
+			body := page.Body.String()
+			require.Contains(t, body, `aria-label="T1: Write the notes file, status escalated`)
+			require.Contains(t, body, `aria-label="T2: Write the log file, status completed`)
+			require.Contains(t, body, `class="node st-escalated`)
+			for _, attr := range []string{`src="http`, `href="http`, `src="//`, `href="//`, "url(http"} {
+				require.NotContains(t, body, attr, "the page loads nothing from outside its server")
+			}
+			require.Contains(t, page.Header().Get("Content-Security-Policy"), "default-src 'none'")
+
+			var snap struct {
+				Status      string `json:"status"`
+				Escalations []struct {
+					TaskID string `json:"task_id"`
+					Reason string `json:"reason"`
+				} `json:"escalations"`
+				Tasks []struct {
+					ID     string `json:"id"`
+					Status string `json:"status"`
+				} `json:"tasks"`
+				Resume string `json:"resume"`
+			}
+			res := do(t, h, "GET", "/api/runs/"+runID, nil, nil)
+			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+			require.NoError(t, json.Unmarshal(res.Body.Bytes(), &snap))
+			require.Equal(t, nodes.RunPaused, snap.Status)
+			require.Len(t, snap.Escalations, 1)
+			require.Equal(t, "T1", snap.Escalations[0].TaskID)
+			require.Equal(t, nodes.ReasonMaxAttempts, snap.Escalations[0].Reason)
+			require.Equal(t, "taskloom resume "+runID+" --repo "+repo, snap.Resume)
+
+			var detail struct {
+				Status     string `json:"status"`
+				Escalation *struct {
+					TaskID string `json:"task_id"`
+				} `json:"escalation"`
+				Attempts []struct {
+					Attempt      int    `json:"attempt"`
+					Diff         string `json:"diff"`
+					TestOutput   string `json:"test_output"`
+					Tests        string `json:"tests"`
+					Error        string `json:"error"`
+					Conversation []struct {
+						Messages []struct {
+							Tool string `json:"tool"`
+						} `json:"messages"`
+					} `json:"conversation"`
+				} `json:"attempts"`
+			}
+			res = do(t, h, "GET", "/api/runs/"+runID+"/tasks/T1", nil, nil)
+			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+			require.NoError(t, json.Unmarshal(res.Body.Bytes(), &detail))
+			require.Equal(t, ui.StatusEscalated, detail.Status)
+			require.NotNil(t, detail.Escalation)
+			require.Len(t, detail.Attempts, 1)
+			a := detail.Attempts[0]
+			require.Equal(t, 1, a.Attempt)
+			require.Contains(t, a.Diff, "+bad notes")
+			require.Contains(t, a.TestOutput, "bad notes", "the verify command prints the files")
+			require.Contains(t, a.Tests, "exit code 1")
+			require.NotEmpty(t, a.Error)
+			require.NotEmpty(t, a.Conversation, "the attempt's conversation from the histories")
+			require.Equal(t, "write_to_file", a.Conversation[0].Messages[firstTool(a.Conversation[0].Messages)].Tool)
+
+			require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/api/runs/"+runID+"/tasks/T9", nil, nil).Code)
+			require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/api/runs/nope", nil, nil).Code)
+
+			// Retry with a note, from the page.
+			csrf := csrfOf(t, body)
+			res = do(t, h, "POST", "/api/runs/"+runID+"/review",
+				strings.NewReader(`{"task":"T1","action":"retry","note":"`+reviewNote+`"}`), pageHeader(csrf))
+			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+			require.Contains(t, res.Body.String(), `"resume_now":true`)
+			require.Equal(t, map[string]string{"T1": `{"action":"retry","note":"` + reviewNote + `"}`}, recordedAnswers(t, dbURL, runID))
+			// A second decision finds nothing left to decide.
+			res = do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"skip"}`), pageHeader(csrf))
+			require.Equal(t, http.StatusConflict, res.Code, res.Body.String())
+
+			code, out, errOut := cli(t, "resume", runID, "--repo", repo)
+			require.Equal(t, exitOK, code, "resume: stdout:\n%s\nstderr:\n%s", out, errOut)
+			final := runState(t, dbURL, runID)
+			t1, _ := final.State.Tasks.Get("T1")
+			require.Equal(t, planner.StatusCompleted, t1.Status)
+			require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+reviewNote)
+			require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
+		})
+	}
+}
+
+func firstTool(msgs []struct {
+	Tool string `json:"tool"`
+}) int {
+	for i, m := range msgs {
+		if m.Tool != "" {
+			return i
+		}
+	}
+	return 0
+}
+
+// TestReviewRecordedAsCLI records the same decision on two identical runs,
+// one from the page and one with taskloom review: the stores hold the same
+// answer.
+func TestReviewRecordedAsCLI(t *testing.T) {
+	t.Parallel()
+	dbURL := stores[0].newURL(t)
+	_, fromPage := escalatedRun(t, dbURL)
+	repo, fromCLI := escalatedRun(t, dbURL)
+	h := newServer(t, dbURL, fromPage, nil).Handler()
+	csrf := csrfOf(t, do(t, h, "GET", "/", nil, nil).Body.String())
+	res := do(t, h, "POST", "/api/runs/"+fromPage+"/review", strings.NewReader(`{"task":"T1","action":"skip"}`), pageHeader(csrf))
+	require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+	code, out, errOut := cli(t, "review", fromCLI, "--repo", repo, "--task", "T1", "--action", "skip")
+	require.Equal(t, exitOK, code, "review: stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Equal(t, map[string]string{"T1": `{"action":"skip"}`}, recordedAnswers(t, dbURL, fromPage))
+	require.Equal(t, recordedAnswers(t, dbURL, fromCLI), recordedAnswers(t, dbURL, fromPage))
+}
+
+// TestAccessRules: the Host check on loopback, the token off loopback,
+// and the CSRF checks on POSTs, none of which records anything.
+func TestAccessRules(t *testing.T) {
+	t.Parallel()
+	dbURL := stores[0].newURL(t)
+	_, runID := escalatedRun(t, dbURL)
+
+	t.Run("loopback", func(t *testing.T) {
+		h := newServer(t, dbURL, runID, nil).Handler()
+		require.Equal(t, http.StatusOK, do(t, h, "GET", "/", nil, nil).Code)
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Host = "attacker.example:7070" // DNS rebinding
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		require.Equal(t, http.StatusForbidden, w.Code)
+	})
+
+	t.Run("remote token", func(t *testing.T) {
+		s := newServer(t, dbURL, runID, &ui.Opts{Addr: "0.0.0.0:7070", AllowRemote: true})
+		h := s.Handler()
+		url := s.URL("192.0.2.1:7070")
+		_, token, ok := strings.Cut(url, "?token=")
+		require.True(t, ok, "the URL carries the token: %s", url)
+		require.Len(t, token, 64)
+		remote := func(target string, header http.Header) *httptest.ResponseRecorder {
+			r := httptest.NewRequest("GET", target, nil)
+			r.Host = "192.0.2.1:7070"
+			for k, v := range header {
+				r.Header[k] = v
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w
+		}
+		require.Equal(t, http.StatusUnauthorized, remote("/", nil).Code)
+		require.Equal(t, http.StatusUnauthorized, remote("/api/runs/"+runID, nil).Code)
+		require.Equal(t, http.StatusUnauthorized, remote("/?token=wrong", nil).Code)
+		w := remote("/?token="+token, nil)
+		require.Equal(t, http.StatusOK, w.Code)
+		cookies := w.Result().Cookies()
+		require.Len(t, cookies, 1)
+		require.True(t, cookies[0].HttpOnly)
+		require.Equal(t, http.StatusOK, remote("/api/runs/"+runID, http.Header{"Cookie": {cookies[0].Name + "=" + cookies[0].Value}}).Code)
+		require.Equal(t, http.StatusUnauthorized, remote("/api/runs/"+runID, http.Header{"Cookie": {cookies[0].Name + "=x"}}).Code)
+	})
+
+	t.Run("csrf", func(t *testing.T) {
+		h := newServer(t, dbURL, runID, nil).Handler()
+		csrf := csrfOf(t, do(t, h, "GET", "/", nil, nil).Body.String())
+		body := `{"task":"T1","action":"skip"}`
+		for name, header := range map[string]http.Header{
+			"no token":        {"Origin": {"http://127.0.0.1:7070"}, "Sec-Fetch-Site": {"same-origin"}},
+			"wrong token":     {"Origin": {"http://127.0.0.1:7070"}, "X-Taskloom-Csrf": {strings.Repeat("0", 64)}},
+			"other origin":    {"Origin": {"http://attacker.example"}, "X-Taskloom-Csrf": {csrf}},
+			"no origin":       {"X-Taskloom-Csrf": {csrf}},
+			"cross-site":      {"Origin": {"http://127.0.0.1:7070"}, "Sec-Fetch-Site": {"cross-site"}, "X-Taskloom-Csrf": {csrf}},
+			"origin, no port": {"Origin": {"http://127.0.0.1"}, "X-Taskloom-Csrf": {csrf}},
+		} {
+			res := do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(body), header)
+			require.Equal(t, http.StatusForbidden, res.Code, "%s: %s", name, res.Body.String())
+		}
+		// A state change is a POST: a GET of the review changes nothing.
+		require.Equal(t, http.StatusMethodNotAllowed, do(t, h, "GET", "/api/runs/"+runID+"/review", nil, nil).Code)
+		require.Empty(t, recordedAnswers(t, dbURL, runID), "a refused request records nothing")
+		// A bad decision is refused by the same rules as taskloom review.
+		res := do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"explode"}`), pageHeader(csrf))
+		require.Equal(t, http.StatusBadRequest, res.Code, res.Body.String())
+		res = do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T2","action":"skip"}`), pageHeader(csrf))
+		require.Equal(t, http.StatusNotFound, res.Code, res.Body.String())
+		require.Empty(t, recordedAnswers(t, dbURL, runID))
+	})
+}
+
+// sseUpdate is one update of the event stream.
+type sseUpdate struct {
+	Events []map[string]any `json:"events"`
+	Run    struct {
+		Status string `json:"status"`
+		Tasks  []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"tasks"`
+	} `json:"run"`
+}
+
+// readUpdates reads the stream's updates into a channel.
+func readUpdates(t *testing.T, body io.Reader) <-chan sseUpdate {
+	t.Helper()
+	ch := make(chan sseUpdate, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 1<<20), 8<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var u sseUpdate
+			if err := json.Unmarshal([]byte(data), &u); err != nil {
+				t.Errorf("bad update %q: %v", data, err)
+				return
+			}
+			ch <- u
+		}
+	}()
+	return ch
+}
+
+// TestEventsFollowAnotherProcess: the stream shows a run that another
+// process resumes, with the events run --json prints for it.
+func TestEventsFollowAnotherProcess(t *testing.T) {
+	t.Parallel()
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := st.newURL(t)
+			repo, runID := escalatedRun(t, dbURL)
+			srv := httptest.NewServer(newServer(t, dbURL, runID, &ui.Opts{PollInterval: 20 * time.Millisecond}).Handler())
+			t.Cleanup(srv.Close)
+			resp, err := http.Get(srv.URL + "/api/runs/" + runID + "/events")
+			require.NoError(t, err)
+			t.Cleanup(func() { resp.Body.Close() })
+			require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+			updates := readUpdates(t, resp.Body)
+			first := <-updates
+			require.Equal(t, nodes.RunPaused, first.Run.Status)
+			require.Empty(t, first.Events)
+
+			code, out, errOut := cli(t, "review", runID, "--repo", repo, "--task", "T1", "--action", "retry", "--note", reviewNote, "--resume")
+			require.Equal(t, exitOK, code, "review: stdout:\n%s\nstderr:\n%s", out, errOut)
+
+			seen := map[string]bool{}
+			deadline := time.After(time.Minute)
+			for !seen[nodes.EventRunFinished] {
+				select {
+				case u, ok := <-updates:
+					require.True(t, ok, "the stream ended")
+					for _, ev := range u.Events {
+						typ, _ := ev["type"].(string)
+						seen[typ] = true
+						require.Equal(t, runID, ev["run_id"])
+						if typ == nodes.EventRunFinished {
+							require.Equal(t, nodes.RunCompleted, ev["status"])
+							require.EqualValues(t, 0, ev["exit_code"])
+							require.Equal(t, nodes.RunCompleted, u.Run.Status)
+						}
+						if typ == nodes.EventTaskIntegrated {
+							require.Equal(t, "T1", ev["task_id"])
+							require.EqualValues(t, 2, ev["attempt"])
+						}
+					}
+				case <-deadline:
+					t.Fatalf("no run_finished within a minute; seen %v", seen)
+				}
+			}
+			require.True(t, seen[nodes.EventTaskIntegrated], "events: %v", seen)
+			require.True(t, seen[nodes.EventTaskVerified], "events: %v", seen)
+		})
+	}
+}
