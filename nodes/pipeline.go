@@ -58,6 +58,9 @@ type Pipeline struct {
 	// Dispatcher, when set, queues attempts for workers in this process or
 	// on other machines instead of running them here.
 	Dispatcher Dispatcher
+	// SlotsFunc, when set, says how many attempts the Dispatcher's workers
+	// take at once; a batch is as large as that when it exceeds Workers.
+	SlotsFunc func(ctx context.Context) int
 	// Remote is the git remote shared with workers on other machines:
 	// attempts' bases are pushed there and their commits fetched from
 	// there. "" means workers share this repository.
@@ -255,6 +258,9 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 		return u, nil
 	}
 	n := max(p.Workers, 1)
+	if p.SlotsFunc != nil {
+		n = max(n, p.SlotsFunc(ctx))
+	}
 	batch := scheduler.SelectBatch(tasks, n, p.schedOpts(s))
 	if len(batch) == 0 {
 		err := scheduler.Deadlock(tasks)

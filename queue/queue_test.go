@@ -89,6 +89,21 @@ func TestRemoteWorkerRunsAndPushesAnAttempt(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	defer stop()
+	// The worker counts among the run's slots; another run's own workers
+	// do not.
+	other, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "driver:9", RunID: "r9", Concurrency: 3,
+		Pipeline: func(context.Context, queue.Args) (*nodes.Pipeline, error) { return nil, queue.ErrElsewhere }})
+	require.NoError(t, err)
+	n, err := queue.Slots(ctx, db, "r1")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = queue.Slots(ctx, db, "r9")
+	require.NoError(t, err)
+	require.Equal(t, 4, n)
+	other()
+	n, err = queue.Slots(ctx, db, "r9")
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "a stopped worker no longer counts")
 	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: "scripted:x", Lease: 5 * time.Second})
 	require.NoError(t, err)
 	var acts []nodes.Activity

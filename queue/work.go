@@ -33,6 +33,9 @@ type WorkOpts struct {
 	// Name is this worker as leases and status show it; WorkerName() when
 	// empty.
 	Name string
+	// RunID, for a run driver's own workers, is the one run whose
+	// attempts they take (Pipeline returns ErrElsewhere for others).
+	RunID string
 	// Poll is how often an idle worker looks for jobs besides River's
 	// notifications; River's default when 0.
 	Poll   time.Duration
@@ -75,14 +78,64 @@ func Start(ctx context.Context, pool *pgxpool.Pool, opts *WorkOpts) (stop func()
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
+	if err := register(ctx, pool, o); err != nil {
+		return nil, fmt.Errorf("queue: register the worker: %w", err)
+	}
 	if err := client.Start(ctx); err != nil {
+		unregister(ctx, pool, o.Name)
 		return nil, fmt.Errorf("queue: start the worker: %w", err)
 	}
+	hctx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		heartbeat(hctx, pool, o.Name)
+	}()
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
 		_ = client.StopAndCancel(sctx)
+		stopBeat()
+		<-beat
+		unregister(sctx, pool, o.Name)
 	}, nil
+}
+
+// heartbeatEvery is how often a worker says it is alive; one silent for
+// three beats no longer counts.
+const heartbeatEvery = 5 * time.Second
+
+func register(ctx context.Context, pool *pgxpool.Pool, o WorkOpts) error {
+	_, err := pool.Exec(ctx, `INSERT INTO attempt_workers (name, run_id, concurrency, seen_at) VALUES ($1, $2, $3, now())
+		ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id, concurrency = excluded.concurrency, seen_at = now()`,
+		o.Name, o.RunID, o.Concurrency)
+	return err
+}
+
+func heartbeat(ctx context.Context, pool *pgxpool.Pool, name string) {
+	t := time.NewTicker(heartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = pool.Exec(ctx, `UPDATE attempt_workers SET seen_at = now() WHERE name = $1`, name)
+		}
+	}
+}
+
+func unregister(ctx context.Context, pool *pgxpool.Pool, name string) {
+	_, _ = pool.Exec(context.WithoutCancel(ctx), `DELETE FROM attempt_workers WHERE name = $1`, name)
+}
+
+// Slots returns how many attempts of run the live workers take at once:
+// those of every `taskloom worker` and the run's own.
+func Slots(ctx context.Context, pool *pgxpool.Pool, runID string) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT coalesce(sum(concurrency), 0) FROM attempt_workers
+		WHERE run_id IN ('', $1) AND seen_at > now() - $2 * interval '1 millisecond'`, runID, (3 * heartbeatEvery).Milliseconds()).Scan(&n)
+	return n, err
 }
 
 // soonRetry hands a failed try out again after a few seconds: the usual

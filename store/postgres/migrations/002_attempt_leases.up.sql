@@ -17,3 +17,14 @@ CREATE TABLE attempt_leases (
 );
 
 CREATE INDEX attempt_leases_run_idx ON attempt_leases (run_id);
+
+-- attempt_workers lists the live worker processes and how many attempts
+-- each runs at once, so that a run queues as many attempts as there are
+-- workers to take them. run_id is set for a run driver's own workers,
+-- which take that run's attempts only.
+CREATE TABLE attempt_workers (
+    name        text        PRIMARY KEY,
+    run_id      text        NOT NULL DEFAULT '',
+    concurrency integer     NOT NULL,
+    seen_at     timestamptz NOT NULL DEFAULT now()
+);
