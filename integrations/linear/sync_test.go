@@ -165,8 +165,8 @@ func tasks(status planner.Status, ids ...string) []planner.Task {
 func TestFiveTasksEndCompletedAcrossAnOutage(t *testing.T) {
 	t.Parallel()
 	f, srv := newFake(t)
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	newSyncer := func() *linear.Syncer {
 		s := linear.NewSyncer(linear.SyncOpts{Client: linear.NewClient(srv.URL, testKey), TeamID: "team-1", Project: true,
 			MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Logger: logger})
@@ -220,6 +220,24 @@ func TestFiveTasksEndCompletedAcrossAnOutage(t *testing.T) {
 	}
 	require.NotContains(t, logs.String(), testKey)
 	require.False(t, strings.Contains(fmt.Sprint(f.issues, f.projs), testKey))
+}
+
+// lockedBuffer is a log the sync's goroutine writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Skipped tasks end canceled.

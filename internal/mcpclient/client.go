@@ -73,7 +73,8 @@ type Opts struct {
 	// HTTPClient talks to streamable-HTTP servers; nil means a default one.
 	HTTPClient *http.Client
 	// WarnFunc is told, once per failure, that a server is unavailable
-	// and why, in one line naming it; nil tells nobody.
+	// and why, in one line naming it; calls do not overlap. nil tells
+	// nobody.
 	WarnFunc func(msg string)
 	Logger   *slog.Logger
 }
@@ -86,6 +87,16 @@ type Client struct {
 	cancel  context.CancelFunc
 	servers []*server
 	sdk     *mcp.Client
+	warnMu  sync.Mutex // servers start in parallel; WarnFunc hears one at a time
+}
+
+func (c *Client) warn(msg string) {
+	if c.opts.WarnFunc == nil {
+		return
+	}
+	c.warnMu.Lock()
+	defer c.warnMu.Unlock()
+	c.opts.WarnFunc(msg)
 }
 
 var _ agent.MCP = (*Client)(nil)
@@ -352,9 +363,7 @@ func (s *server) session(ctx context.Context) (*state, error) {
 	st, err := s.start(ctx)
 	if err != nil {
 		s.err, s.failedAt = fmt.Errorf("MCP server %q %s", s.cfg.Name, err), time.Now()
-		if s.c.opts.WarnFunc != nil {
-			s.c.opts.WarnFunc(s.err.Error())
-		}
+		s.c.warn(s.err.Error())
 		return nil, s.err
 	}
 	s.st, s.err = st, nil
@@ -555,10 +564,7 @@ func FromConfig(cfg config.Config, warnings io.Writer) *Client {
 	for _, s := range cfg.MCP.Servers {
 		servers = append(servers, Server{Name: s.Name, Command: append(slices.Clone(s.Command), s.Args...), Env: s.Env, URL: s.URL})
 	}
-	var mu sync.Mutex
 	return New(Opts{Servers: servers, EnvAllow: cfg.Sandbox.EnvAllow, WarnFunc: func(msg string) {
-		mu.Lock()
-		defer mu.Unlock()
 		fmt.Fprintf(warnings, "taskloom: warning: %s\n", msg)
 	}})
 }
