@@ -71,6 +71,10 @@ func writer(started chan<- string) agent.Worker {
 	})
 }
 
+func work(p *nodes.Pipeline) func(context.Context, queue.Args) (nodes.AttemptResult, error) {
+	return func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) { return p.Work(ctx, a.Job) }
+}
+
 func job(t *testing.T, run *worktree.Manager, runID, taskID string) nodes.AttemptJob {
 	head, err := run.Head(context.Background())
 	require.NoError(t, err)
@@ -84,15 +88,13 @@ func TestRemoteWorkerRunsAndPushesAnAttempt(t *testing.T) {
 	db := pool(t)
 	run, wrk := open(t, runDir), open(t, workerDir)
 	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "box-b:42", Poll: 100 * time.Millisecond,
-		Pipeline: func(context.Context, queue.Args) (*nodes.Pipeline, error) {
-			return &nodes.Pipeline{Repo: wrk, Worker: writer(nil), Remote: "origin"}, nil
-		}})
+		Run: work(&nodes.Pipeline{Repo: wrk, Worker: writer(nil), Remote: "origin"})})
 	require.NoError(t, err)
 	defer stop()
 	// The worker counts among the run's slots; another run's own workers
 	// do not.
 	other, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "driver:9", RunID: "r9", Concurrency: 3,
-		Pipeline: func(context.Context, queue.Args) (*nodes.Pipeline, error) { return nil, queue.ErrElsewhere }})
+		Run: func(context.Context, queue.Args) (nodes.AttemptResult, error) { return nodes.AttemptResult{}, queue.ErrElsewhere }})
 	require.NoError(t, err)
 	n, err := queue.Slots(ctx, db, "r1")
 	require.NoError(t, err)
@@ -156,9 +158,7 @@ func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
 
 	started := make(chan string, 1)
 	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "box-b:42", Poll: 100 * time.Millisecond,
-		Pipeline: func(context.Context, queue.Args) (*nodes.Pipeline, error) {
-			return &nodes.Pipeline{Repo: wrk, Worker: writer(started), Remote: "origin"}, nil
-		}})
+		Run: work(&nodes.Pipeline{Repo: wrk, Worker: writer(started), Remote: "origin"})})
 	require.NoError(t, err)
 	defer stop()
 	res, err := d.Dispatch(ctx, j, func(nodes.Activity) {})

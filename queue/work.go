@@ -26,15 +26,16 @@ var ErrElsewhere = errors.New("this attempt is for other workers")
 type WorkOpts struct {
 	// Concurrency is how many attempts run at once; 1 when 0.
 	Concurrency int
-	// Pipeline returns what runs an attempt of args: the run's config and
-	// model, in this process's repository. An error fails this try of the
-	// job, which River then hands out again.
-	Pipeline func(ctx context.Context, args Args) (*nodes.Pipeline, error)
+	// Run runs the attempt of args in this process's repository, with the
+	// run's config and model (for `taskloom worker`, Pipeline.Work). An
+	// error fails this try of the job, which River then hands out again;
+	// ErrElsewhere puts it back for other workers without counting a try.
+	Run func(ctx context.Context, args Args) (nodes.AttemptResult, error)
 	// Name is this worker as leases and status show it; WorkerName() when
 	// empty.
 	Name string
 	// RunID, for a run driver's own workers, is the one run whose
-	// attempts they take (Pipeline returns ErrElsewhere for others).
+	// attempts they take (Run returns ErrElsewhere for others).
 	RunID string
 	// Poll is how often an idle worker looks for jobs besides River's
 	// notifications; River's default when 0.
@@ -160,15 +161,6 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 		lease = 30 * time.Second
 	}
 	l := &holder{pool: w.pool, job: job.ID, args: a, worker: w.opts.Name, ttl: lease}
-	p, err := w.opts.Pipeline(ctx, a)
-	if errors.Is(err, ErrElsewhere) {
-		// Another run's attempt, for workers of its own repository: put
-		// back without counting a try.
-		return river.JobSnooze(time.Second)
-	}
-	if err != nil {
-		return fmt.Errorf("worker %s: %w", w.opts.Name, err)
-	}
 	if err := l.take(ctx); err != nil {
 		return fmt.Errorf("worker %s: take the lease of attempt %s/%s/%d: %w", w.opts.Name, a.RunID, a.TaskID, a.Attempt, err)
 	}
@@ -180,10 +172,13 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	}()
 	wctx = nodes.WithActivityFunc(wctx, l.report)
 	w.opts.Logger.InfoContext(ctx, "attempt taken", slog.String("run", a.RunID), slog.String("task", a.TaskID), slog.Int("attempt", a.Attempt), slog.Int("try", job.Attempt))
-	res, err := p.Work(wctx, a.Job)
+	res, err := w.opts.Run(wctx, a)
 	cancel()
 	<-done
 	l.drop(ctx)
+	if errors.Is(err, ErrElsewhere) {
+		return river.JobSnooze(time.Second)
+	}
 	if err != nil {
 		return fmt.Errorf("worker %s: %w", w.opts.Name, err)
 	}
