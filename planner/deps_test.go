@@ -152,13 +152,10 @@ func TestCycles(t *testing.T) {
 func TestCyclesAfterSplit(t *testing.T) {
 	t.Parallel()
 	// T2 depends on the split T1, and T1 on T2: the cycle goes through a part.
-	big := RawTask{ID: "T1", Title: "Big", UserStory: "s", MilestoneID: "M1", AcceptanceCriteria: []string{"ok"},
-		FilesToCreate: files(12, 3), Dependencies: []string{"T2"}}
-	p, err := Build(rawPlan(big, rt("T2", "T1")), nil)
+	p, err := Build(rawPlan(bigTask("T1", "T2"), rt("T2", "T1")), nil)
 	require.ErrorIs(t, err, ErrCycle)
-	// One criterion: the three directories merge into two parts.
-	require.Equal(t, []string{"T1-a", "T1-b", "T2"}, ids(p.Tasks))
-	require.Equal(t, [][]string{{"T1-a", "T2", "T1-a"}, {"T1-a", "T2", "T1-b", "T1-a"}}, p.Cycles)
+	require.Equal(t, []string{"T1-a", "T1-b", "T1-c", "T2"}, ids(p.Tasks))
+	require.Equal(t, [][]string{{"T1-a", "T2", "T1-a"}, {"T1-a", "T2", "T1-b", "T1-a"}, {"T1-a", "T2", "T1-c", "T1-b", "T1-a"}}, p.Cycles)
 }
 
 func TestFindCyclesLimit(t *testing.T) {

@@ -60,3 +60,11 @@ func resolvedT(t *testing.T, opts *Opts) *resolved {
 	require.NoError(t, err)
 	return r
 }
+
+// bigTask is a task of 12 files in three directories with a criterion
+// about each directory, which the files strategy splits in three.
+func bigTask(id string, deps ...string) RawTask {
+	return RawTask{ID: id, Title: "Big", UserStory: "s", MilestoneID: "M1", Dependencies: deps,
+		AcceptanceCriteria: []string{"The d0 files compile", "The d1 files compile", "The d2 files compile"},
+		FilesToCreate:      files(12, 3)}
+}

@@ -95,21 +95,9 @@ func DefaultKeywords() Keywords {
 			"robust", "nice", "better", "improve", "clean up", "flexible", "seamless",
 			"and/or", "?",
 		},
-		DataLayer: []string{
-			"model", "models", "entity", "entities", "schema", "schemas", "migration",
-			"migrations", "db", "database", "store", "storage", "repository", "repo",
-			"dao", "sql", "data", "persistence", ".sql",
-		},
-		BusinessLayer: []string{
-			"service", "services", "domain", "logic", "core", "usecase", "usecases",
-			"business", "engine", "worker", "lib", "pkg",
-		},
-		PresentationLayer: []string{
-			"ui", "view", "views", "template", "templates", "handler", "handlers",
-			"controller", "controllers", "api", "http", "web", "cmd", "cli", "component",
-			"components", "page", "pages", "route", "routes", "frontend", "static",
-			"public", "css", ".html", ".css", ".tsx", ".jsx", ".vue", ".svelte",
-		},
+		DataLayer:         tierWords(layerData),
+		BusinessLayer:     tierWords(layerBusiness),
+		PresentationLayer: tierWords(layerPresentation),
 	}
 }
 

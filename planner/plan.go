@@ -72,7 +72,7 @@ func (r *resolved) build(raw *RawPlan) (*Plan, error) {
 	for i, m := range raw.Milestones {
 		p.Milestones[i] = Milestone{ID: m.ID, Name: m.Name, Description: m.Description, Status: StatusPending}
 	}
-	sp := &splitter{r: r, ids: make(map[string]bool, len(raw.Tasks)), children: map[string][]string{}}
+	sp := newSplitter(r)
 	for i := range raw.Tasks {
 		sp.ids[raw.Tasks[i].ID] = true
 	}
@@ -89,6 +89,7 @@ func (r *resolved) build(raw *RawPlan) (*Plan, error) {
 	}
 	p.Splits = nonNilSplits(sp.splits)
 	p.Warnings = append(p.Warnings, sp.warnings...)
+	p.Warnings = append(p.Warnings, resolvePartDeps(p.Tasks, sp.children)...)
 	expandDeps(p.Tasks, sp.children)
 	AddFileDependencies(p.Tasks)
 	p.Warnings = append(p.Warnings, r.softLimitWarnings(p.Tasks)...)

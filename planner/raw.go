@@ -467,7 +467,7 @@ func (r *RawPlan) validate() []Issue {
 		}
 		t.Dependencies = d.dedupe(p+".dependencies", t.Dependencies, strings.TrimSpace)
 		for j, dep := range t.Dependencies {
-			if _, ok := tasks[dep]; !ok {
+			if _, ok := tasks[dep]; !ok && !partOfKnown(dep, func(id string) bool { _, ok := tasks[id]; return ok }) {
 				d.add(fmt.Sprintf("%s.dependencies[%d]", p, j), "unknown task %q", dep)
 			}
 		}

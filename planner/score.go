@@ -74,14 +74,19 @@ func (l layer) String() string {
 // keywordSet is Keywords compiled for matching.
 type keywordSet struct {
 	semantic, vague matcher
-	layerWords      map[string]layer
-	layerExts       map[string]layer
-	// byLayer holds each layer's words, for matching criteria to layers.
-	byLayer map[layer]map[string]bool
-	// cache memoizes layerOf and textHits memoizes hitsOf; a keywordSet
-	// belongs to one Build call.
-	cache    map[string]layer
-	textHits map[string]hits
+	// layerWords maps the stem of each layer word to its layer; layerExts
+	// maps extensions (".sql").
+	layerWords map[string]layer
+	layerExts  map[string]layer
+	// tierByWord maps the stems of tierTable's file words to their tier;
+	// tierByHint maps the stems of every layer word and tier hint to the
+	// tier a criterion using it is about.
+	tierByWord, tierByHint map[string]int
+	// cache memoizes layerOf, tierCache tierOf and textHits hitsOf; a
+	// keywordSet belongs to one Build call.
+	cache     map[string]layer
+	tierCache map[string]int
+	textHits  map[string]hits
 }
 
 // hits are the distinct semantic and vague keywords found in one text.
@@ -125,7 +130,8 @@ func addNew(dst []string, skip []string, add []string) []string {
 	return dst
 }
 
-// matcher matches whole words through a map and phrases as substrings.
+// matcher matches whole words, in any inflection (see stem), through a map
+// and phrases as substrings.
 type matcher struct {
 	words   map[string]string
 	phrases []string
@@ -139,7 +145,7 @@ func newMatcher(list []string) matcher {
 			continue
 		}
 		if isWord(k) {
-			m.words[k] = k
+			m.words[stem(k)] = k
 		} else {
 			m.phrases = append(m.phrases, k)
 		}
@@ -168,14 +174,14 @@ func (m matcher) find(text string, hits map[string]bool) {
 				continue
 			}
 			if start >= 0 {
-				if k, ok := m.words[text[start:i]]; ok {
+				if k, ok := m.words[stem(text[start:i])]; ok {
 					hits[k] = true
 				}
 				start = -1
 			}
 		}
 		if start >= 0 {
-			if k, ok := m.words[text[start:]]; ok {
+			if k, ok := m.words[stem(text[start:])]; ok {
 				hits[k] = true
 			}
 		}
@@ -193,8 +199,10 @@ func newKeywordSet(kw Keywords) *keywordSet {
 		vague:      newMatcher(kw.Vague),
 		layerWords: map[string]layer{},
 		layerExts:  map[string]layer{},
-		byLayer:    map[layer]map[string]bool{},
+		tierByWord: map[string]int{},
+		tierByHint: map[string]int{},
 		cache:      map[string]layer{},
+		tierCache:  map[string]int{},
 		textHits:   map[string]hits{},
 	}
 	// Later lists win on a clash, so the more specific presentation and data
@@ -211,21 +219,34 @@ func newKeywordSet(kw Keywords) *keywordSet {
 			if strings.HasPrefix(k, ".") {
 				ks.layerExts[k] = p.l
 			} else {
-				ks.layerWords[k] = p.l
+				ks.layerWords[stem(k)] = p.l
 			}
 		}
 	}
-	for w, l := range ks.layerWords {
-		if ks.byLayer[l] == nil {
-			ks.byLayer[l] = map[string]bool{}
+	for i, t := range tierTable {
+		for _, w := range t.words {
+			ks.tierByWord[stem(w)] = i
 		}
-		ks.byLayer[l][w] = true
+		for _, e := range t.exts {
+			ks.tierByWord[e] = i
+		}
+	}
+	for w, l := range ks.layerWords {
+		ks.tierByHint[w] = ks.tierRank(l, w)
+	}
+	for i, t := range tierTable {
+		for _, w := range t.hints {
+			if _, ok := ks.tierByHint[stem(w)]; !ok {
+				ks.tierByHint[stem(w)] = i
+			}
+		}
 	}
 	return ks
 }
 
 // layerOf classifies a file: by extension first, then by the words of its
-// base name, then by its directories from the innermost out.
+// base name from the last, then by its directories from the innermost out
+// (see classifyWord).
 func (ks *keywordSet) layerOf(file string) layer {
 	if l, ok := ks.cache[file]; ok {
 		return l
@@ -236,26 +257,8 @@ func (ks *keywordSet) layerOf(file string) layer {
 }
 
 func (ks *keywordSet) classify(file string) layer {
-	f := strings.ToLower(file)
-	ext := path.Ext(f)
-	if l, ok := ks.layerExts[ext]; ok && ext != "" {
-		return l
-	}
-	base := strings.TrimSuffix(path.Base(f), ext)
-	for _, w := range splitWords(base) {
-		if l, ok := ks.layerWords[w]; ok {
-			return l
-		}
-	}
-	dirs := strings.Split(path.Dir(f), "/")
-	for i := len(dirs) - 1; i >= 0; i-- {
-		for _, w := range splitWords(dirs[i]) {
-			if l, ok := ks.layerWords[w]; ok {
-				return l
-			}
-		}
-	}
-	return layerNone
+	l, _ := ks.classifyWord(file)
+	return l
 }
 
 func splitWords(s string) []string {

@@ -56,7 +56,13 @@ func requireSplitInvariants(t *testing.T, p *Plan, orig RawTask, threshold float
 			require.True(t, fileSeen[f], "file %s lands in at least one part", f)
 		}
 	}
-	// Every file to create has exactly one creator.
+	requireOneCreator(t, leaves, orig)
+}
+
+// requireOneCreator checks that every file to create of orig has exactly
+// one creator among its parts.
+func requireOneCreator(t *testing.T, leaves []Task, orig RawTask) {
+	t.Helper()
 	creators := map[string]int{}
 	for _, l := range leaves {
 		for _, f := range l.FilesToCreate {
@@ -100,20 +106,26 @@ func TestSplitStrategies(t *testing.T) {
 			},
 		},
 		{
-			name: "files: one directory is halved",
+			name: "files: one directory is cut in runs that keep each file with its test",
 			task: RawTask{
 				ID: "T1", Title: "One dir", UserStory: "s", MilestoneID: "M1",
-				AcceptanceCriteria: []string{"Uses a cache"},
+				AcceptanceCriteria: []string{"f0.go parses", "f5.go prints", "zz.go uses a cache"},
 				FilesToCreate:      files(10, 1),
 				FilesToModify:      []string{"d0/zz.go"},
+				TestFiles:          []string{"d0/f4_test.go", "d0/f5_test.go"},
 			},
 			strategy: StrategyFiles,
-			parts:    []string{"T1-a", "T1-b"},
+			parts:    []string{"T1-a", "T1-b", "T1-c"},
 			check: func(t *testing.T, p *Plan) {
-				require.Len(t, p.Task("T1-a").Files(), 6)
-				require.Len(t, p.Task("T1-b").Files(), 5)
-				require.Equal(t, []string{"d0/zz.go"}, p.Task("T1-b").FilesToModify)
-				require.Equal(t, "One dir [d0, part 1 of 2]", p.Task("T1-a").Title)
+				a, b, c := p.Task("T1-a"), p.Task("T1-b"), p.Task("T1-c")
+				require.Equal(t, []string{"f0.go parses"}, a.AcceptanceCriteria)
+				require.Equal(t, []string{"f5.go prints"}, b.AcceptanceCriteria)
+				require.Equal(t, []string{"zz.go uses a cache"}, c.AcceptanceCriteria)
+				for _, p := range []*Task{a, b, c} {
+					require.Equal(t, containsStr(p.FilesToCreate, "d0/f4.go"), containsStr(p.TestFiles, "d0/f4_test.go"), "f4 and its test in %s", p.ID)
+				}
+				require.Equal(t, []string{"d0/zz.go"}, c.FilesToModify)
+				require.Equal(t, "One dir [d0, part 1 of 3]", a.Title)
 			},
 		},
 		{
@@ -131,22 +143,21 @@ func TestSplitStrategies(t *testing.T) {
 				Dependencies:  []string{"T0"},
 			},
 			strategy: StrategyLayers,
-			parts:    []string{"T1-a", "T1-b", "T1-c"},
+			parts:    []string{"T1-a", "T1-b"},
 			check: func(t *testing.T, p *Plan) {
-				a, b, c := p.Task("T1-a"), p.Task("T1-b"), p.Task("T1-c")
-				require.Equal(t, []string{"store/db.go"}, a.FilesToCreate)
-				require.Equal(t, []string{"service/svc.go"}, b.FilesToCreate)
-				require.Equal(t, []string{"api/handler.go"}, c.FilesToCreate)
-				require.Equal(t, []string{"The database store keeps a transaction log", "Errors are reported etc"}, a.AcceptanceCriteria,
-					"an unmatched criterion goes to the part with the fewest, the earliest on a tie")
-				require.Equal(t, []string{"The service validates input with an algorithm"}, b.AcceptanceCriteria)
-				require.Equal(t, []string{"The handler returns 201"}, c.AcceptanceCriteria)
+				a, b := p.Task("T1-a"), p.Task("T1-b")
+				// ⌈4 / 7⌉ + 1 = 2 parts at most: the business layer joins the data layer.
+				require.Equal(t, []string{"store/db.go", "service/svc.go"}, a.FilesToCreate)
+				require.Equal(t, []string{"api/handler.go"}, b.FilesToCreate)
+				require.Equal(t, []string{"The database store keeps a transaction log", "The service validates input with an algorithm", "Errors are reported etc"}, a.AcceptanceCriteria,
+					"a criterion about no file follows the one before it")
+				require.Equal(t, []string{"The handler returns 201"}, b.AcceptanceCriteria)
 				require.Equal(t, []string{"T0"}, a.Dependencies, "the first part inherits the dependencies")
 				require.Equal(t, []string{"T1-a"}, b.Dependencies, "chain")
-				require.Equal(t, []string{"T1-b"}, c.Dependencies, "chain")
 				require.Equal(t, []string{"store/db_test.go"}, a.TestFiles)
-				require.Equal(t, []string{"api/handler_test.go"}, c.TestFiles)
-				require.Equal(t, "Feature [data layer]", a.Title)
+				require.Equal(t, []string{"api/handler_test.go"}, b.TestFiles)
+				require.Equal(t, "Feature [data and business layers]", a.Title)
+				require.Equal(t, "Feature [presentation layer]", b.Title)
 			},
 		},
 		{
@@ -166,12 +177,12 @@ func TestSplitStrategies(t *testing.T) {
 				a, b := p.Task("T1-a"), p.Task("T1-b")
 				require.Equal(t, []string{"Uses encryption", "Uses a cache", "Handles concurrent writers"}, a.AcceptanceCriteria)
 				require.Equal(t, []string{"Retries with backoff, etc", "Maybe rotates keys, tbd", "auth.go checks tokens"}, b.AcceptanceCriteria)
-				require.Equal(t, []string{"sync/sync.go"}, a.FilesToCreate, "an unmentioned file is created by the first part")
-				require.Equal(t, []string{"sync/sync.go"}, b.FilesToModify, "… and modified by the later ones")
-				require.Equal(t, []string{"sync/auth.go"}, b.FilesToCreate, "a mentioned file goes to the part that mentions it")
-				require.Equal(t, []string{"sync/sync_test.go"}, a.TestFiles)
-				require.Equal(t, []string{"sync/sync_test.go"}, b.TestFiles)
-				require.Equal(t, "Secure sync [part 2 of 2]", b.Title)
+				require.Equal(t, []string{"sync/sync.go"}, a.FilesToCreate, "a run about no file gets the first file")
+				require.Empty(t, b.FilesToModify, "files are not copied into every part")
+				require.Equal(t, []string{"sync/auth.go"}, b.FilesToCreate, "a named file goes to the part that names it")
+				require.Equal(t, []string{"sync/sync_test.go"}, a.TestFiles, "the test goes with its file")
+				require.Empty(t, b.TestFiles)
+				require.Equal(t, "Secure sync [sync, part 2 of 2]", b.Title)
 			},
 		},
 	}
@@ -196,36 +207,39 @@ func TestSplitStrategies(t *testing.T) {
 
 func TestSplitRecursive(t *testing.T) {
 	t.Parallel()
+	// Two directories of twelve files; d0's criteria are about concurrency
+	// and caching, so its part is still above the threshold and is split
+	// again, into runs of its files.
+	var crit []string
+	for _, i := range []int{0, 4, 8} {
+		crit = append(crit, fmt.Sprintf("f%d.go is concurrent, cached and retried", i))
+	}
+	for _, i := range []int{13, 17, 21} {
+		crit = append(crit, fmt.Sprintf("f%d.go works", i))
+	}
 	orig := RawTask{
 		ID: "T1", Title: "Huge", UserStory: "s", MilestoneID: "M1",
-		AcceptanceCriteria: []string{"Uses an algorithm and a cache", "All 24 files exist", "Tests pass"},
-		FilesToCreate:      files(24, 1),
-		TestFiles:          []string{"d0/f3_test.go", "d0/f20_test.go"},
+		AcceptanceCriteria: crit,
+		FilesToCreate:      files(24, 2),
+		TestFiles:          []string{"d0/f4_test.go", "d1/f21_test.go"},
 	}
 	raw := rawPlan(orig, rt("T2", "T1"))
 	p := build(t, raw, nil)
-	// T1 (7.0: 24 files, two semantic words, tokens) halves into two parts
-	// of 12 files; T1-a gets the semantic criterion (6.5) and halves again,
-	// T1-b (5.0) is at the threshold.
 	require.Equal(t, []string{"T1-a-a", "T1-a-b", "T1-b", "T2"}, ids(p.Tasks))
 	require.Len(t, p.Splits, 2)
 	require.Equal(t, Split{TaskID: "T1", Strategy: StrategyFiles, Complexity: p.Splits[0].Complexity, Parts: []string{"T1-a", "T1-b"}}, p.Splits[0])
-	require.Equal(t, 7.0, p.Splits[0].Complexity.Total)
 	require.Equal(t, "T1-a", p.Splits[1].TaskID)
 	requireSplitInvariants(t, p, orig, 5)
+	requireSplitQuality(t, p, orig, resolvedT(t, nil))
 	for _, l := range leavesOf(p, "T1") {
 		require.Equal(t, "T1", l.SplitFrom, "split_from names the raw task")
-		require.LessOrEqual(t, l.Complexity.Total, 5.0)
 	}
+	require.Equal(t, "Huge [d0, part 1 of 2]", p.Task("T1-a-a").Title, "a part of a part has one label")
+	require.Equal(t, "Huge [d1]", p.Task("T1-b").Title)
 	require.Equal(t, []string{"T1-a-a"}, p.Task("T1-a-b").Dependencies, "chain")
 	require.Equal(t, []string{"T1-a-a", "T1-a-b"}, p.Task("T1-b").Dependencies, "a dependency on a split part becomes one on its parts")
 	require.Equal(t, []string{"T1-a-a", "T1-a-b", "T1-b"}, p.Task("T2").Dependencies,
 		"a dependency on a split task becomes one on all its parts")
-	require.Equal(t, []string{
-		"T1-a-a: 6 files to create, above max_files_to_create (5)",
-		"T1-a-b: 6 files to create, above max_files_to_create (5)",
-		"T1-b: 12 files to create, above max_files_to_create (5)",
-	}, p.Warnings, "soft limits warn on the final tasks")
 	require.Empty(t, FindCycles(p.Tasks))
 }
 
@@ -261,8 +275,7 @@ func TestSplitOff(t *testing.T) {
 
 func TestSplitIDClash(t *testing.T) {
 	t.Parallel()
-	big := RawTask{ID: "T1", Title: "Big", UserStory: "s", MilestoneID: "M1", AcceptanceCriteria: []string{"ok"}, FilesToCreate: files(12, 3)}
-	_, err := Build(rawPlan(big, rt("T1-b")), nil)
+	_, err := Build(rawPlan(bigTask("T1"), rt("T1-b")), nil)
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.EqualError(t, err, `tasks[0].id: auto-split of "T1": part ID "T1-b" is already used by another task; rename that task`)
@@ -271,7 +284,8 @@ func TestSplitIDClash(t *testing.T) {
 func TestSplitSharesGivenMinutes(t *testing.T) {
 	t.Parallel()
 	ten := 10.0
-	big := RawTask{ID: "T1", Title: "Big", UserStory: "s", MilestoneID: "M1", AcceptanceCriteria: []string{"ok"}, FilesToCreate: files(12, 3), EstimatedMinutes: &ten}
+	big := bigTask("T1")
+	big.EstimatedMinutes = &ten
 	p := build(t, rawPlan(big), nil)
 	sum := 0.0
 	for _, l := range p.Tasks {

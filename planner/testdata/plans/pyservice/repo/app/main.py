@@ -1,0 +1,6 @@
+from fastapi import FastAPI
+
+from app.api import routes
+
+app = FastAPI()
+app.include_router(routes.router)

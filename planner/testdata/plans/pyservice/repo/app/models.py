@@ -1,0 +1,5 @@
+from app.db import Base
+
+
+class Order(Base):
+    __tablename__ = "orders"

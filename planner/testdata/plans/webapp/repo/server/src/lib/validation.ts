@@ -1,0 +1,3 @@
+export function isEmail(s: string): boolean {
+  return /^[^@\s]+@[^@\s]+$/.test(s);
+}
