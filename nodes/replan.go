@@ -79,11 +79,8 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 		return nil, fmt.Errorf("replan run %s: %w", runID, err)
 	}
 	out := &ReplanResult{Replan: rp, RunID: runID}
-	if !opts.Apply {
-		return out, nil
-	}
 	inFlight := slices.ContainsFunc(res.Next, func(n string) bool { return slices.Contains(inFlightNodes, n) })
-	tasks := rp.Tasks
+	tasks := slices.Clone(rp.Tasks)
 	if inFlight {
 		for i := range tasks {
 			if tasks[i].Status == planner.StatusInProgress {
@@ -91,7 +88,23 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 			}
 		}
 	}
+	// Blocked tasks whose dependencies changed or went away are pending
+	// again, and the other way round: the difference shows where each
+	// task stands once the replan is applied.
 	tasks = scheduler.Propagate(tasks)
+	rp.Tasks = tasks
+	now := map[string]planner.Status{}
+	for _, t := range tasks {
+		now[t.ID] = t.Status
+	}
+	for _, lines := range [][]planner.ReplanTask{rp.Kept, rp.Changed, rp.Added, rp.Removed} {
+		for i := range lines {
+			lines[i].Now = now[lines[i].ID]
+		}
+	}
+	if !opts.Apply {
+		return out, nil
+	}
 	var u State
 	before := map[string]planner.Task{}
 	for _, t := range old {
@@ -105,13 +118,13 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 	u.Milestones.Set(rp.Milestones)
 	u.Cycles.Set(nil)
 	u.Escalations.Set(keptEscalations(s.Escalations.Get(), before, tasks))
-	now := time.Now
+	clock := time.Now
 	if opts.Now != nil {
-		now = opts.Now
+		clock = opts.Now
 	}
-	u.Log.Add(Entry{Time: now(), Text: rp.Summary()})
+	u.Log.Add(Entry{Time: clock(), Text: rp.Summary()})
 	for _, w := range rp.Warnings {
-		u.Log.Add(Entry{Time: now(), Text: "replan warning: " + w})
+		u.Log.Add(Entry{Time: clock(), Text: "replan warning: " + w})
 	}
 	asNode := ""
 	if inFlight {
