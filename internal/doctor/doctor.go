@@ -1,0 +1,197 @@
+// Package doctor checks what a run needs (git, the repo and its branch,
+// the config, the store, the model's key, the verify command, the
+// sandbox) and says what to fix. It only reads: it creates no store and
+// sends nothing to a provider.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/llm"
+	"github.com/taskloom/taskloom/worktree"
+)
+
+// Check is one line of the doctor's report.
+type Check struct {
+	Name string
+	// Level is "ok", "warn" or "fail".
+	Level, Detail string
+}
+
+type report struct{ checks []Check }
+
+func (r *report) add(name, level, format string, args ...any) {
+	r.checks = append(r.checks, Check{name, level, fmt.Sprintf(format, args...)})
+}
+
+// LoadFunc loads the config a run in the repo at root would read.
+type LoadFunc func(root string) (config.Config, error)
+
+// Run checks the repo at repo, whose config load reads.
+func Run(ctx context.Context, repo string, load LoadFunc) ([]Check, error) {
+	r := &report{}
+	if res, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "version"}, Env: worktree.GitEnv()}); err != nil || res.ExitCode != 0 {
+		r.add("git", "fail", "git is not installed or does not run: install git 2.38 or later")
+	} else {
+		r.add("git", "ok", "%s", strings.TrimSpace(res.Stdout))
+	}
+
+	dir, err := filepath.Abs(repo)
+	if err != nil {
+		return nil, err
+	}
+	root, rerr := worktree.FindRoot(ctx, dir)
+	switch {
+	case errors.Is(rerr, worktree.ErrNotRepo):
+		r.add("repo", "fail", "%s is not inside a git repository: cd into your repo or pass --repo", dir)
+		root = dir
+	case rerr != nil:
+		r.add("repo", "fail", "%v", rerr)
+		root = dir
+	default:
+		r.add("repo", "ok", "%s", root)
+		r.checkBranch(ctx, root)
+	}
+
+	cfg, cerr := load(root)
+	if cerr != nil {
+		r.add("config", "fail", "%v", cerr)
+		cfg = config.Default()
+	} else {
+		r.add("config", "ok", "%s", configSource(root))
+	}
+	r.checkStore(ctx, cfg, root, rerr == nil)
+	r.checkModel(cfg)
+	r.checkVerify(ctx, cfg)
+
+	if st := proc.Probe(); st.Complete() {
+		r.add("sandbox", "ok", "%s", st)
+	} else {
+		r.add("sandbox", "warn", "%s", st)
+	}
+	return r.checks, nil
+}
+
+// Write prints one line per check and returns how many failed: a run
+// cannot start until they are fixed.
+func Write(w io.Writer, checks []Check) int {
+	failed := 0
+	for _, c := range checks {
+		mark := map[string]string{"ok": "ok  ", "warn": "warn", "fail": "FAIL"}[c.Level]
+		fmt.Fprintf(w, "%s %-8s %s\n", mark, c.Name, c.Detail)
+		if c.Level == "fail" {
+			failed++
+		}
+	}
+	return failed
+}
+
+func (r *report) checkBranch(ctx context.Context, root string) {
+	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "symbolic-ref", "-q", "--short", "HEAD"}, Dir: root, Env: worktree.GitEnv()})
+	branch := strings.TrimSpace(res.Stdout)
+	if err != nil || res.ExitCode != 0 || branch == "" {
+		r.add("branch", "fail", "HEAD is detached: check out the branch a run should integrate into")
+		return
+	}
+	res, err = proc.Run(ctx, proc.Cmd{Args: []string{"git", "status", "--porcelain", "--untracked-files=no"}, Dir: root, Env: worktree.GitEnv()})
+	if err == nil && res.ExitCode == 0 && strings.TrimSpace(res.Stdout) != "" {
+		r.add("branch", "fail", "%s has uncommitted changes to tracked files: commit or stash them", branch)
+		return
+	}
+	r.add("branch", "ok", "%s (a run integrates here)", branch)
+}
+
+func (r *report) checkStore(ctx context.Context, cfg config.Config, root string, inRepo bool) {
+	url := cfg.Database.URL
+	if url == "" {
+		if !inRepo {
+			r.add("store", "fail", "no store: outside a git repo a run needs --db")
+			return
+		}
+		path := session.DefaultDBURL(root)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			r.add("store", "ok", "SQLite at %s (the first run creates it)", path)
+			return
+		}
+		url = path
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := session.OpenStore(cctx, url, &session.StoreOpts{SkipMigrate: true})
+	if err != nil {
+		r.add("store", "fail", "cannot open %s: %v; check --db / TASKLOOM_DB / database.url and that the database is up", config.RedactURL(url), err)
+		return
+	}
+	_ = s.Close()
+	r.add("store", "ok", "%s is reachable", config.RedactURL(url))
+}
+
+func (r *report) checkModel(cfg config.Config) {
+	spec, err := llm.ParseSpec(cfg.Model)
+	if err != nil {
+		r.add("model", "fail", "%v", err)
+		return
+	}
+	var key string
+	switch spec.Provider {
+	case llm.ProviderScripted:
+		if _, err := os.Stat(spec.Path); err != nil {
+			r.add("model", "warn", "%s: the script is not there (a relative path is read from where the run starts)", spec)
+			return
+		}
+		r.add("model", "ok", "%s (offline, no key)", spec)
+		return
+	case llm.ProviderAnthropic:
+		key = "ANTHROPIC_API_KEY"
+	case llm.ProviderOpenAI:
+		key = "OPENAI_API_KEY"
+	default:
+		r.add("model", "ok", "%s (sends a key only from llm.api_key_env)", spec)
+		return
+	}
+	if os.Getenv(key) == "" {
+		if cfg.Worker.Kind == config.WorkerCommand {
+			// The external agent brings its own model; only a PRODUCT.md
+			// without a task list needs this one, for the breakdown.
+			r.add("model", "warn", "%s: %s is not set; a PRODUCT.md without a task list needs it for the breakdown", spec, key)
+			return
+		}
+		r.add("model", "fail", "%s needs %s: export it (it never reaches output, logs, checkpoints or histories)", spec, key)
+		return
+	}
+	r.add("model", "ok", "%s, %s is set", spec, key)
+}
+
+func (r *report) checkVerify(ctx context.Context, cfg config.Config) {
+	argv := cfg.Verify.Command
+	if len(argv) == 0 {
+		r.add("verify", "ok", "derived from each task's test files")
+		return
+	}
+	env := proc.ReduceEnv(os.Environ(), cfg.Sandbox.EnvAllow)
+	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"sh", "-c", `command -v "$1"`, "sh", argv[0]}, Env: env})
+	if err != nil || res.ExitCode != 0 {
+		r.add("verify", "fail", "%s is not found in the sandbox's PATH: install it, or set verify.command", argv[0])
+		return
+	}
+	r.add("verify", "ok", "%s", strings.Join(argv, " "))
+}
+
+// configSource says which config file a repo's run would read.
+func configSource(root string) string {
+	path := filepath.Join(root, config.FileName)
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	return "defaults (no " + config.FileName + ")"
+}

@@ -1,0 +1,88 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/scheduler"
+)
+
+// Row is a line of taskloom runs.
+type Row struct {
+	RunID     string            `json:"run_id"`
+	Product   string            `json:"product"`
+	Repo      string            `json:"repo"`
+	Status    string            `json:"status"`
+	StartedAt time.Time         `json:"started_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+	Progress  string            `json:"progress"`
+	Tasks     scheduler.Summary `json:"tasks"`
+	// Error says why the run's state cannot be read; such a run is listed
+	// all the same, and the other runs with it.
+	Error string `json:"error,omitempty"`
+}
+
+// Runs lists the runs in s's store, newest first.
+func Runs(ctx context.Context, s *session.Session) ([]Row, error) {
+	runs, err := s.Store.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g, err := s.Graph()
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]Row, 0, len(runs))
+	for _, r := range runs {
+		row := Row{RunID: r.ID, Product: r.ProductPath, Repo: r.Repo, Status: r.Status, StartedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		head, _, err := session.HeadState(ctx, g, r.ID)
+		if errors.Is(err, checkpoint.ErrCorrupt) {
+			// One damaged run does not hide the others.
+			row.Progress, row.Error = "unreadable", err.Error()
+			rows = append(rows, row)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		row.Tasks = scheduler.Summarize(head.State.Tasks.Values())
+		row.Progress = row.Tasks.Progress
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// WriteRuns prints rows as a table; dbURL names the store when it has no
+// runs.
+func WriteRuns(w io.Writer, rows []Row, dbURL string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintf(w, "no runs in %s; start one with taskloom run PRODUCT.md\n", checkpoint.MaskURL(dbURL))
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPRODUCT\tSTATUS\tSTARTED\tPROGRESS")
+	for _, r := range rows {
+		progress := fmt.Sprintf("%s (%d/%d)", r.Progress, r.Tasks.Completed, r.Tasks.Total)
+		if r.Error != "" {
+			progress = r.Progress + ": " + r.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, productName(r.Product, r.Repo), r.Status, localTime(r.StartedAt), progress)
+	}
+	return tw.Flush()
+}
+
+// productName shows a PRODUCT.md relative to its repo when it is inside.
+func productName(product, repo string) string {
+	if rel, err := filepath.Rel(repo, product); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return product
+}

@@ -1,0 +1,168 @@
+package report
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/scheduler"
+)
+
+// Status is a run's progress: what status --json prints.
+type Status struct {
+	RunID          string               `json:"run_id"`
+	Status         string               `json:"status"`
+	TargetBranch   string               `json:"target_branch"`
+	Tasks          scheduler.Summary    `json:"tasks"`
+	CurrentTaskIDs []string             `json:"current_task_ids"`
+	Workers        []nodes.WorkerStatus `json:"workers"`
+	Escalations    []nodes.Escalation   `json:"escalations"`
+	// NoChange lists the completed tasks whose attempt changed nothing.
+	NoChange []string `json:"no_change"`
+	// Usage is what the run's model calls used so far.
+	Usage nodes.UsageReport `json:"usage"`
+	run   nodes.Run         // the registry entry
+	head  graph.Result[nodes.State]
+}
+
+// RunStatus reads the status of run id of s, or of the latest run on s's
+// repo when id is empty.
+func RunStatus(ctx context.Context, s *session.Session, id string) (Status, error) {
+	run, err := s.FindRun(ctx, id)
+	if err != nil {
+		return Status{}, err
+	}
+	g, err := s.Graph()
+	if err != nil {
+		return Status{}, err
+	}
+	head, _, err := session.HeadState(ctx, g, run.ID)
+	if err != nil {
+		return Status{}, err
+	}
+	return NewStatus(run, head), nil
+}
+
+// NewStatus derives a run's status from its registry entry and its newest
+// state.
+func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
+	st := head.State
+	rep := Status{
+		RunID:          run.ID,
+		Status:         run.Status,
+		Tasks:          scheduler.Summarize(st.Tasks.Values()),
+		CurrentTaskIDs: currentTaskIDs(st),
+		Workers:        nodes.Workers(head),
+		Escalations:    []nodes.Escalation{},
+		NoChange:       append([]string{}, nodes.NoChangeTasks(st)...),
+		run:            run,
+		head:           head,
+	}
+	meta, _ := session.ParseMeta(run)
+	rep.TargetBranch = st.Branch.Get()
+	if rep.TargetBranch == "" {
+		rep.TargetBranch = meta.TargetBranch
+	}
+	rep.Usage = nodes.NewUsageReport(nodes.RunUsage(st), meta.Model)
+	// The pending interrupts are the escalations a human must still answer;
+	// without them (answered, or not raised yet), the state's list.
+	for _, in := range head.Interrupts {
+		var p nodes.EscalationPayload
+		if err := in.Decode(&p); err != nil || p.TaskID == "" {
+			continue
+		}
+		rep.Escalations = append(rep.Escalations, nodes.Escalation{TaskID: p.TaskID, Reason: p.Reason, Error: p.Error})
+	}
+	if len(rep.Escalations) == 0 {
+		rep.Escalations = append(rep.Escalations, st.Escalations.Get()...)
+	}
+	return rep
+}
+
+// currentTaskIDs lists the tasks of the selected batch that are not
+// finished (in progress, or pending a retry), then the other tasks in
+// progress, in plan order. A finished batch stays in the state after the
+// run moved on; its tasks are not current.
+func currentTaskIDs(st nodes.State) []string {
+	ids := []string{}
+	seen := map[string]bool{}
+	for _, id := range st.Batch.Get() {
+		t, ok := st.Tasks.Get(id)
+		if !ok || seen[id] || (t.Status != planner.StatusInProgress && t.Status != planner.StatusPending) {
+			continue
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	for _, t := range st.Tasks.Values() {
+		if t.Status == planner.StatusInProgress && !seen[t.ID] {
+			seen[t.ID] = true
+			ids = append(ids, t.ID)
+		}
+	}
+	return ids
+}
+
+// Write prints the status as text.
+func (rep Status) Write(w io.Writer) error {
+	st := rep.head.State
+	fmt.Fprintf(w, "run %s: %s\n", rep.RunID, rep.Status)
+	fmt.Fprintf(w, "product %s, repo %s\n", rep.run.ProductPath, rep.run.Repo)
+	fmt.Fprintf(w, "started %s, updated %s\n", localTime(rep.run.CreatedAt), localTime(rep.run.UpdatedAt))
+	sum := rep.Tasks
+	if sum.Total == 0 {
+		fmt.Fprintln(w, "no tasks planned yet")
+	} else {
+		fmt.Fprintf(w, "progress %s: %d of %d tasks completed\n", sum.Progress, sum.Completed, sum.Total)
+		fmt.Fprintf(w, "tasks: pending %d, in_progress %d, completed %d, failed %d, blocked %d, skipped %d\n",
+			sum.Pending, sum.InProgress, sum.Completed, sum.Failed, sum.Blocked, sum.Skipped)
+	}
+	var rows [][]string
+	for _, id := range rep.CurrentTaskIDs {
+		t, _ := st.Tasks.Get(id)
+		rows = append(rows, []string{id, string(t.Status), nodes.AttemptLabel(nodes.CurrentAttempt(st, id), t.Attempts+1, t.MaxAttempts), t.Title})
+	}
+	writeRows(w, "current tasks:", rows)
+	rows = nil
+	for _, m := range st.Milestones.Get() {
+		rows = append(rows, []string{m.ID, string(planner.MilestoneStatus(m.ID, st.Tasks.Values())), m.Name})
+	}
+	writeRows(w, "milestones:", rows)
+	rows = nil
+	for _, e := range rep.Escalations {
+		rows = append(rows, []string{e.TaskID, e.Reason, session.FirstLine(e.Error)})
+	}
+	writeRows(w, "escalations:", rows)
+	fmt.Fprintf(w, "usage: %s\n", rep.Usage)
+	if len(rep.NoChange) > 0 {
+		fmt.Fprintf(w, "no_change: %s (completed without changes: the tests passed on what was already there)\n", strings.Join(rep.NoChange, ", "))
+	}
+	switch {
+	case rep.Status == nodes.RunPaused || len(rep.head.Interrupts) > 0:
+		fmt.Fprintf(w, "next: review the escalations with taskloom review %s, then taskloom resume %s\n", rep.RunID, rep.RunID)
+	case rep.Status == nodes.RunInterrupted:
+		fmt.Fprintf(w, "next: taskloom resume %s\n", rep.RunID)
+	case rep.Status == nodes.RunRunning && len(rep.head.Next) > 0:
+		fmt.Fprintf(w, "next step: %s\n", strings.Join(dedupe(rep.head.Next), ", "))
+	}
+	return nil
+}
+
+// writeRows prints a titled table, indented, unless it has no rows.
+func writeRows(w io.Writer, title string, rows [][]string) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, title)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "  %s\n", strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}

@@ -1,0 +1,187 @@
+// Package review is a person's review of a run paused for one: its
+// pending escalations, what is shown of each, the decisions taken (from
+// flags or from prompts on a terminal), checked as the pipeline will apply
+// them, and their recording as the answer to the run's interrupts.
+package review
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
+)
+
+// Actions are the decisions a review can take, in the order they are
+// offered.
+var Actions = []string{nodes.ActionFixed, nodes.ActionRetry, nodes.ActionSkip, nodes.ActionAbort}
+
+// UsageError is a decision that the command line cannot take as given.
+type UsageError string
+
+func (e UsageError) Error() string { return string(e) }
+
+func usageError(format string, args ...any) error { return UsageError(fmt.Sprintf(format, args...)) }
+
+// Escalation is one pending human_escalation interrupt with what the run
+// knows about its task.
+type Escalation struct {
+	interruptID string
+	payload     nodes.EscalationPayload
+	task        planner.Task
+	attempt     *nodes.Attempt
+}
+
+// Review is one review of a run: its pending escalations and the decisions
+// taken so far.
+type Review struct {
+	runID     string
+	repo      string // the run's repository, for the git commands shown
+	pending   []Escalation
+	tasks     []planner.Task // the tasks as the decisions so far leave them
+	decisions map[string]nodes.Decision
+}
+
+// New collects the pending escalations of a run's newest checkpoint.
+// repo is the run's repository.
+func New(runID, repo string, res graph.Result[nodes.State]) (*Review, error) {
+	rv := &Review{runID: runID, repo: repo, tasks: res.State.Tasks.Values(), decisions: map[string]nodes.Decision{}}
+	for _, in := range res.Interrupts {
+		if in.Node != nodes.NodeEscalation {
+			continue
+		}
+		e := Escalation{interruptID: in.ID}
+		if err := in.Decode(&e.payload); err != nil {
+			return nil, fmt.Errorf("run %s: escalation %s: %w", runID, in.ID, err)
+		}
+		e.task, _ = res.State.Tasks.Get(e.payload.TaskID)
+		if e.payload.Attempt != "" {
+			if a, ok := res.State.Attempts.Get(e.payload.Attempt); ok {
+				e.attempt = &a
+			}
+		}
+		rv.pending = append(rv.pending, e)
+	}
+	if len(rv.pending) > 0 {
+		return rv, nil
+	}
+	if res.Status == graph.StatusPending && slices.Contains(res.Next, nodes.NodeEscalation) {
+		return nil, fmt.Errorf("run %s has no pending escalation: its review decisions are recorded; continue it with taskloom resume %s", runID, runID)
+	}
+	return nil, fmt.Errorf("run %s is not waiting for a review (it is %s); nothing to decide", runID, nodes.StatusOf(res, nil))
+}
+
+// taskIDs lists the task IDs of escalations.
+func taskIDs(escs []Escalation) string {
+	ids := make([]string, len(escs))
+	for i, e := range escs {
+		ids[i] = e.payload.TaskID
+	}
+	return strings.Join(ids, ", ")
+}
+
+// Select returns the pending escalations of the tasks ids, or all of
+// them when ids is empty.
+func (rv *Review) Select(ids []string) ([]Escalation, error) {
+	if len(ids) == 0 {
+		return rv.pending, nil
+	}
+	var out []Escalation
+	for _, id := range ids {
+		n := 0
+		for _, e := range rv.pending {
+			if e.payload.TaskID == id {
+				out = append(out, e)
+				n++
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("task %s has no pending escalation in run %s (pending: %s)", id, rv.runID, taskIDs(rv.pending))
+		}
+	}
+	return out, nil
+}
+
+// DecideFromFlags takes the decision of --action for the selected tasks.
+func (rv *Review) DecideFromFlags(selected []Escalation, ids []string, action, note string) error {
+	d := nodes.Decision{Action: action, Note: strings.TrimSpace(note)}
+	if action == nodes.ActionAbort {
+		rv.abort(d)
+		return nil
+	}
+	if len(ids) == 0 && len(rv.pending) > 1 {
+		return usageError("run %s has %d escalated tasks (%s): pass --task ID for each decision", rv.runID, len(rv.pending), taskIDs(rv.pending))
+	}
+	for _, e := range selected {
+		if err := rv.decide(e, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// abort answers every pending escalation with d: the run ends aborted.
+func (rv *Review) abort(d nodes.Decision) {
+	for _, e := range rv.pending {
+		rv.decisions[e.interruptID] = d
+	}
+}
+
+// decide checks that the pipeline can apply d to e's task, as
+// human_escalation will, and takes it.
+func (rv *Review) decide(e Escalation, d nodes.Decision) error {
+	tasks, err := nodes.ApplyDecision(rv.tasks, e.payload.TaskID, d)
+	if err != nil {
+		return fmt.Errorf("cannot %s %s in run %s: %w", d.Action, e.payload.TaskID, rv.runID, err)
+	}
+	rv.tasks = tasks
+	rv.decisions[e.interruptID] = d
+	return nil
+}
+
+// Complete reports whether every pending escalation has a decision.
+func (rv *Review) Complete() bool {
+	for _, e := range rv.pending {
+		if _, ok := rv.decisions[e.interruptID]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Record stores the decisions with one Answer and prints them.
+func (rv *Review) Record(ctx context.Context, g *graph.Runnable[nodes.State], w io.Writer) error {
+	if len(rv.decisions) == 0 {
+		return fmt.Errorf("no decision taken for run %s; nothing was recorded", rv.runID)
+	}
+	values := make(map[string]any, len(rv.decisions))
+	for id, d := range rv.decisions {
+		values[id] = d
+	}
+	if err := g.Answer(ctx, rv.runID, values); err != nil {
+		return session.BusyMessage(rv.runID, fmt.Errorf("record the review of run %s: %w", rv.runID, err))
+	}
+	fmt.Fprintf(w, "recorded for run %s:\n", rv.runID)
+	var left []Escalation
+	for _, e := range rv.pending {
+		d, ok := rv.decisions[e.interruptID]
+		if !ok {
+			left = append(left, e)
+			continue
+		}
+		line := fmt.Sprintf("  %-10s %s", e.payload.TaskID, d.Action)
+		if d.Note != "" {
+			line += fmt.Sprintf(" (note: %s)", d.Note)
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(w, "still waiting for a decision: %s (taskloom review %s)\n", taskIDs(left), rv.runID)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/queue"
+	"github.com/taskloom/taskloom/store/postgres"
+)
+
+// ErrNoWorkers says that a run was asked to run no attempts itself where
+// no `taskloom worker` can take them.
+var ErrNoWorkers = errors.New("--workers 0 leaves every attempt to `taskloom worker` processes")
+
+// distribute queues the run's attempts as River jobs when its store is
+// PostgreSQL and its repo has the remote that workers on other machines
+// share (worker.remote): `taskloom worker` processes anywhere take them,
+// and so do meta.Workers workers in this process. Otherwise the attempts
+// run here, as they always did. The returned function stops this process's
+// workers.
+func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) (stop func(), err error) {
+	pool := s.pool()
+	if pool == nil || !p.Repo.HasRemote(ctx, s.Cfg.Worker.Remote) {
+		if meta.Workers == 0 {
+			return nil, fmt.Errorf("%w, which need a PostgreSQL store (--db postgres://…) and the git remote %q (worker.remote) in this repo", ErrNoWorkers, s.Cfg.Worker.Remote)
+		}
+		return func() {}, nil
+	}
+	cfg, err := json.Marshal(jobConfig(s.Cfg))
+	if err != nil {
+		return nil, err
+	}
+	d, err := queue.NewDispatcher(pool, &queue.DispatcherOpts{Model: meta.Model, Config: cfg, Lease: s.Cfg.Worker.Lease.Duration, Logger: s.Logger})
+	if err != nil {
+		return nil, err
+	}
+	run := p.RunID
+	p.Dispatcher, p.Remote = d, s.Cfg.Worker.Remote
+	p.SlotsFunc = func(ctx context.Context) int {
+		n, err := queue.Slots(ctx, pool, run)
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	if meta.Workers == 0 {
+		return func() {}, nil
+	}
+	// This process's workers share the run's repository: the attempt's
+	// worktree is already where verify_task looks for it.
+	return queue.Start(ctx, pool, &queue.WorkOpts{Concurrency: meta.Workers, RunID: run, Name: queue.WorkerName() + "/" + run, Logger: s.Logger,
+		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
+			if a.RunID != run {
+				return nodes.AttemptResult{}, queue.ErrElsewhere
+			}
+			return p.RunAttempt(ctx, a.Job)
+		}})
+}
+
+// pool is the PostgreSQL store's connection pool, or nil for SQLite.
+func (s *Session) pool() *pgxpool.Pool {
+	if pg, ok := s.Saver.(*postgres.Driver); ok {
+		return pg.Pool()
+	}
+	return nil
+}
+
+// jobConfig is the config a job carries to workers elsewhere: the run's,
+// without the database URL, whose password must not be stored.
+func jobConfig(c config.Config) config.Config {
+	c.Database.URL = ""
+	return c
+}
+
+// WorkOpts configures Work.
+type WorkOpts struct {
+	// Concurrency is how many attempts run at once.
+	Concurrency int
+}
+
+// Work takes attempts from the queue of the session's PostgreSQL store and
+// runs them in the session's repo, a clone of the runs' repo, until ctx is
+// done: the base of each is fetched from the job's worker.remote, and the
+// attempt's commit pushed back there. Keys come from this process's
+// environment.
+func (s *Session) Work(ctx context.Context, o WorkOpts) error {
+	pool := s.pool()
+	if pool == nil {
+		return errors.New("taskloom worker needs the runs' PostgreSQL database: pass --db postgres://…")
+	}
+	var mu sync.Mutex
+	pipelines := map[string]*nodes.Pipeline{}
+	stop, err := queue.Start(ctx, pool, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Logger: s.Logger,
+		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			p, ok := pipelines[a.RunID]
+			if !ok {
+				var err error
+				if p, err = s.jobPipeline(ctx, a); err != nil {
+					return nodes.AttemptResult{}, err
+				}
+				pipelines[a.RunID] = p
+			}
+			mu.Unlock()
+			defer mu.Lock()
+			return p.Work(ctx, a.Job)
+		}})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop()
+	return nil
+}
+
+// jobPipeline builds what runs the attempts of a job's run here: the
+// run's config and model, in this repo.
+func (s *Session) jobPipeline(ctx context.Context, a queue.Args) (*nodes.Pipeline, error) {
+	var cfg config.Config
+	if err := json.Unmarshal(a.Config, &cfg); err != nil {
+		return nil, fmt.Errorf("the job of %s/%s/%d carries an unreadable config: %w", a.RunID, a.TaskID, a.Attempt, err)
+	}
+	js := *s
+	js.Cfg = cfg
+	p, err := js.Pipeline(ctx, a.RunID, "", Meta{Model: a.Model, Workers: 1})
+	if err != nil {
+		return nil, err
+	}
+	p.Remote = cfg.Worker.Remote
+	return p, nil
+}

@@ -1,0 +1,66 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+)
+
+// StoreFault words an error that stopped run runID because of its store
+// as one line that says what happened and what to do, without the layers
+// it went through; other errors give nil.
+func StoreFault(runID string, err error) error {
+	var (
+		decode      *checkpoint.DecodeError
+		replaced    *checkpoint.ReplacedError
+		unreachable *checkpoint.UnreachableError
+		lost        *graph.LeaseLostError
+	)
+	switch {
+	case errors.As(err, &decode):
+		return DecodeFault(decode)
+	case errors.As(err, &replaced):
+		return fmt.Errorf("run %s stopped: %s; its checkpoints went with it", runID, replaced)
+	case errors.As(err, &unreachable):
+		return fmt.Errorf("run %s stopped: %s; resume it when the store is back: taskloom resume %s", runID, unreachable, runID)
+	case errors.As(err, &lost) && lost.Holder != "":
+		return fmt.Errorf("run %s stopped: it lost its lease on the store: another process (%s) took the run over", runID, lost.Holder)
+	case errors.Is(err, checkpoint.ErrLeaseLost):
+		return fmt.Errorf("run %s stopped: it lost its lease on the store (it lapsed before it could be renewed); resume it with: taskloom resume %s", runID, runID)
+	}
+	return nil
+}
+
+// DecodeFault names the run and the checkpoint that cannot be decoded.
+func DecodeFault(e *checkpoint.DecodeError) error {
+	return &FaultError{msg: fmt.Sprintf("run %s: checkpoint %d cannot be decoded: %s", e.ThreadID, e.Step, FirstLine(e.Err.Error())), err: e}
+}
+
+// FaultError is a store fault worded for the user, which still unwraps to
+// the error it words.
+type FaultError struct {
+	msg string
+	err error
+}
+
+func (e *FaultError) Error() string { return e.msg }
+func (e *FaultError) Unwrap() error { return e.err }
+
+// BusyMessage words a lease conflict as the documentation does; other
+// errors are returned as they are.
+func BusyMessage(runID string, err error) error {
+	var busy *checkpoint.BusyError
+	if errors.As(err, &busy) {
+		return fmt.Errorf("run %s is being driven by another process (%s); wait for it to finish or stop it", runID, busy.Holder)
+	}
+	return err
+}
+
+// FirstLine is the first line of s, trimmed: an error as one line.
+func FirstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}

@@ -1,0 +1,261 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/runview"
+	"github.com/taskloom/taskloom/worktree"
+)
+
+// LoadRun returns a stored run and its meta.
+func (s *Session) LoadRun(ctx context.Context, runID string) (nodes.Run, Meta, error) {
+	run, err := s.Store.Run(ctx, runID)
+	if err != nil {
+		if errors.Is(err, nodes.ErrRunNotFound) {
+			return run, Meta{}, fmt.Errorf("run %s not found in %s; pass --db or --repo for the store that holds it", runID, checkpoint.MaskURL(s.DBURL))
+		}
+		return run, Meta{}, err
+	}
+	meta, err := ParseMeta(run)
+	return run, meta, err
+}
+
+// ParseMeta reads what a run keeps so that resume rebuilds its pipeline.
+func ParseMeta(run nodes.Run) (Meta, error) {
+	var meta Meta
+	if len(run.Meta) > 0 {
+		if err := json.Unmarshal(run.Meta, &meta); err != nil {
+			return meta, fmt.Errorf("run %s: bad meta: %w", run.ID, err)
+		}
+	}
+	return meta, nil
+}
+
+// FindRun returns run id, or the latest run on the session's repo when id
+// is empty.
+func (s *Session) FindRun(ctx context.Context, id string) (nodes.Run, error) {
+	if id != "" {
+		run, _, err := s.LoadRun(ctx, id)
+		return run, err
+	}
+	run, err := s.Store.LatestRun(ctx, s.Repo)
+	if errors.Is(err, nodes.ErrRunNotFound) {
+		return run, fmt.Errorf("no runs of repo %s in %s; start one with taskloom run PRODUCT.md, or pass --repo or --db", s.Repo, checkpoint.MaskURL(s.DBURL))
+	}
+	return run, err
+}
+
+// HeadState returns a run's newest state; ok is false when the run has no
+// checkpoint yet (it stopped before its first step), and the result is
+// then empty.
+func HeadState(ctx context.Context, g *graph.Runnable[nodes.State], runID string) (graph.Result[nodes.State], bool, error) {
+	res, err := g.State(ctx, runID, -1)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return graph.Result[nodes.State]{Step: -1}, false, nil
+	}
+	var decode *checkpoint.DecodeError
+	if errors.As(err, &decode) {
+		return res, false, DecodeFault(decode)
+	}
+	if err != nil {
+		return res, false, fmt.Errorf("read the state of run %s: %w", runID, err)
+	}
+	return res, true, nil
+}
+
+// ViewFunc returns how a run is shown, once its ID and meta are known.
+type ViewFunc func(runID string, meta Meta) *runview.View
+
+// Outcome is how a call that drove a run ended.
+type Outcome struct {
+	RunID string
+	// View is nil when the call failed before the run was shown.
+	View   *runview.View
+	Result graph.Result[nodes.State]
+}
+
+// StartOpts says what Start runs and how it is shown.
+type StartOpts struct {
+	Product    string
+	ConfigFile string
+	// Dir is where relative paths were given (the working directory).
+	Dir  string
+	View ViewFunc
+	// Warn hears what of the sandbox this machine cannot enforce.
+	Warn io.Writer
+}
+
+// Start starts a new run and drives it until it ends or pauses for
+// review.
+func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
+	product, err := filepath.Abs(o.Product)
+	if err != nil {
+		return Outcome{}, err
+	}
+	meta := Meta{Model: ResolveModelSpec(s.Cfg.Model, o.Dir, s.Repo), Workers: s.Cfg.ParallelWorkers, ConfigFile: o.ConfigFile}
+	out := Outcome{RunID: NewRunID(time.Now())}
+	p, err := s.Pipeline(ctx, out.RunID, product, meta)
+	if err != nil {
+		return out, err
+	}
+	// One live run per repo and branch, held while this process lives.
+	unlock, err := p.Repo.LockBranch(ctx, out.RunID)
+	if err != nil {
+		return out, err
+	}
+	defer unlock()
+	metaJSON, _ := json.Marshal(meta)
+	out.View = s.show(o.View, out.RunID, meta)
+	out.View.Started(product, s.Repo, p.Repo.MainBranch(), false)
+	warnSandbox(o.Warn)
+	ctx, opts := watched(ctx, out.View)
+	out.Result, err = s.Runner(p).Start(ctx, nodes.Run{ID: out.RunID, ProductPath: product, Repo: s.Repo, Meta: metaJSON}, opts)
+	return out, err
+}
+
+// ResumeOpts says how Resume continues a run.
+type ResumeOpts struct {
+	// From, when set, is the checkpoint step to fork the run from first.
+	From string
+	// AcceptHead takes the run's target branch as it is, after the user
+	// reset or rewrote it.
+	AcceptHead bool
+	View       ViewFunc
+	// Warn hears what of the sandbox this machine cannot enforce.
+	Warn io.Writer
+	// Out hears which tasks AcceptHead redoes; nil says nothing.
+	Out io.Writer
+}
+
+// Resume continues a stored run (or a fork of it) with its own pipeline.
+func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outcome, error) {
+	run, meta, err := s.LoadRun(ctx, runID)
+	out := Outcome{RunID: runID}
+	if err != nil {
+		return out, err
+	}
+	if run.Repo != s.Repo {
+		// The run's repo has the config the run was made with.
+		cfg, err := LoadConfig(s.flags, run.Repo, meta.ConfigFile)
+		if err != nil {
+			return out, err
+		}
+		s.Cfg, s.Repo = cfg, run.Repo
+	}
+	if o.From != "" {
+		step, err := strconv.ParseInt(o.From, 10, 64)
+		if err != nil {
+			return out, err
+		}
+		if run.ID, err = s.fork(ctx, run, meta, step); err != nil {
+			return out, err
+		}
+		out.RunID = run.ID
+	}
+	p, err := s.Pipeline(ctx, run.ID, run.ProductPath, meta)
+	if err != nil {
+		return out, err
+	}
+	// One live run per repo and branch: this one, while this process
+	// lives. A second resume of the same run is told who drives it.
+	unlock, err := p.Repo.LockBranch(ctx, run.ID)
+	var live *worktree.LiveError
+	if errors.As(err, &live) && live.Run == run.ID {
+		return out, fmt.Errorf("run %s is being driven by another process (pid %d, host %s); wait for it to finish or stop it", run.ID, live.PID, live.Host)
+	}
+	if err != nil {
+		return out, err
+	}
+	defer unlock()
+	v := s.show(o.View, run.ID, meta)
+	v.Started("", "", p.Repo.MainBranch(), true)
+	warnSandbox(o.Warn)
+	runner := s.Runner(p)
+	if o.AcceptHead {
+		acc, err := runner.AcceptHead(ctx, run.ID)
+		if err != nil {
+			return out, err
+		}
+		if len(acc.Redo) > 0 && o.Out != nil {
+			fmt.Fprintf(o.Out, "accepted %s at %s; redoing %s, whose commits are gone from it\n", p.Repo.MainBranch(), shortHash(acc.Head), strings.Join(acc.Redo, ", "))
+		}
+	} else if err := runner.CheckHead(ctx, run.ID); err != nil {
+		return out, err
+	}
+	out.View = v
+	if g, err := runner.Runnable(); err == nil {
+		if st, err := g.State(ctx, run.ID, -1); err == nil {
+			v.Seed(st.State)
+		}
+	}
+	ctx, opts := watched(ctx, v)
+	out.Result, err = runner.Resume(ctx, run.ID, opts)
+	return out, BusyMessage(run.ID, err)
+}
+
+// fork starts a new run from a checkpoint of run and returns its ID.
+func (s *Session) fork(ctx context.Context, run nodes.Run, meta Meta, step int64) (string, error) {
+	newID := NewRunID(time.Now())
+	p, err := s.Pipeline(ctx, newID, run.ProductPath, meta)
+	if err != nil {
+		return "", err
+	}
+	g, err := s.Runner(p).Runnable()
+	if err != nil {
+		return "", err
+	}
+	if err := g.Fork(ctx, run.ID, step, newID); err != nil {
+		return "", fmt.Errorf("fork run %s at checkpoint %d: %w", run.ID, step, err)
+	}
+	// The fork has its own worktrees and trailers.
+	if _, err := g.UpdateState(ctx, newID, "", nodes.State{RunID: graph.V(newID)}); err != nil {
+		return "", err
+	}
+	fork := run
+	fork.ID = newID
+	if err := s.Store.CreateRun(ctx, fork); err != nil {
+		return "", err
+	}
+	return newID, nil
+}
+
+// show makes the run's view and lets it hear the provider's waits.
+func (s *Session) show(view ViewFunc, runID string, meta Meta) *runview.View {
+	v := view(runID, meta)
+	wait := v.ProviderWait
+	s.waits.Store(&wait)
+	return v
+}
+
+// warnSandbox says on w, right after the run ID, what of the sandbox this
+// machine cannot enforce.
+func warnSandbox(w io.Writer) {
+	if st := proc.Probe(); !st.Complete() && w != nil {
+		fmt.Fprintf(w, "taskloom: warning: %s\n", st)
+	}
+}
+
+// watched returns ctx under which the pipeline tells v what each attempt
+// does, and graph options that tell v the graph's events.
+func watched(ctx context.Context, v *runview.View) (context.Context, *graph.RunOpts) {
+	return nodes.WithActivityFunc(ctx, v.Activity), &graph.RunOpts{EventFunc: v.Graph}
+}
+
+func shortHash(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}

@@ -1,0 +1,73 @@
+package session
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/config"
+)
+
+func TestLoadConfig(t *testing.T) {
+	for _, name := range []string{"TASKLOOM_MODEL", "TASKLOOM_PARALLEL_WORKERS", "TASKLOOM_DB", "TASKLOOM_DATABASE_URL"} {
+		t.Setenv(name, "")
+	}
+	repo := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(repo, config.FileName),
+		[]byte(`{"parallel_workers": 2, "model": "openai:gpt-4o"}`), 0o644))
+	other := filepath.Join(t.TempDir(), "other.json")
+	require.NoError(t, os.WriteFile(other, []byte(`{"max_attempts": 5}`), 0o644))
+
+	tests := []struct {
+		name        string
+		args        []string
+		configFile  string
+		wantWorkers int
+		wantModel   string
+		wantDB      string
+		wantAttempt int
+	}{
+		{name: "repo file", wantWorkers: 2, wantModel: "openai:gpt-4o", wantAttempt: 3},
+		{name: "flags beat the file", args: []string{"--workers", "4", "--model", "scripted:s.json", "--db", "postgres://u@h/db"},
+			wantWorkers: 4, wantModel: "scripted:s.json", wantDB: "postgres://u@h/db", wantAttempt: 3},
+		{name: "--config replaces the repo file", args: []string{"--config", other},
+			wantWorkers: 1, wantModel: "anthropic:claude-sonnet-4-5", wantAttempt: 5},
+		{name: "configFile argument", configFile: other,
+			wantWorkers: 1, wantModel: "anthropic:claude-sonnet-4-5", wantAttempt: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := &cobra.Command{Use: "run", RunE: func(*cobra.Command, []string) error { return nil }}
+			cmd.Flags().Int("workers", 1, "")
+			cmd.Flags().String("model", "", "")
+			cmd.Flags().String("db", "", "")
+			cmd.Flags().String("config", "", "")
+			require.NoError(t, cmd.ParseFlags(tt.args))
+
+			cfg, err := LoadConfig(cmd.Flags(), repo, tt.configFile)
+			require.NoError(t, err)
+			require.Equal(t, tt.wantWorkers, cfg.ParallelWorkers, "parallel_workers")
+			require.Equal(t, tt.wantModel, cfg.Model, "model")
+			require.Equal(t, tt.wantDB, cfg.Database.URL, "database.url")
+			require.Equal(t, tt.wantAttempt, cfg.MaxAttempts, "max_attempts")
+		})
+	}
+
+	t.Run("command without the flags", func(t *testing.T) {
+		cmd := &cobra.Command{Use: "resume"}
+		cfg, err := LoadConfig(cmd.Flags(), repo, "")
+		require.NoError(t, err)
+		require.Equal(t, 2, cfg.ParallelWorkers)
+	})
+
+	t.Run("bad flag value names the flag", func(t *testing.T) {
+		cmd := &cobra.Command{Use: "run"}
+		cmd.Flags().Int("workers", 1, "")
+		require.NoError(t, cmd.ParseFlags([]string{"--workers", "0"}))
+		_, err := LoadConfig(cmd.Flags(), repo, "")
+		require.EqualError(t, err, "parallel_workers: must be at least 1, got 0 (from --workers)")
+	})
+}
