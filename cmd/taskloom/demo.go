@@ -1,20 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/taskloom/taskloom/examples"
-	"github.com/taskloom/taskloom/internal/proc"
-	"github.com/taskloom/taskloom/worktree"
+	"github.com/taskloom/taskloom/internal/demo"
 )
 
 // demoOpts are the options of taskloom demo.
@@ -41,12 +39,7 @@ func newDemoCmd(a *app) *cobra.Command {
 		Use:   "demo",
 		Short: "Run the bundled example end to end, offline, with 2 parallel workers",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd, a.stdout)
-		},
+		RunE:  optsRunE(a, o),
 	}
 	cmd.Flags().StringVar(&o.Dir, "dir", "", "where to create the example repo (default: a new temporary folder)")
 	cmd.Flags().String("db", "", "store URL (default: SQLite in <dir>/.taskloom/taskloom.db)")
@@ -67,33 +60,7 @@ func (o *demoOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	project, session, err := examples.Textkit()
-	if err != nil {
-		return err
-	}
-	if err := examples.CopyProject(project, dir); err != nil {
-		return fmt.Errorf("copy the example: %w", err)
-	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"add", "-A"},
-		{"-c", "user.name=taskloom demo", "-c", "user.email=demo@taskloom.invalid", "commit", "-q", "-m", "textkit: PRODUCT.md and an empty module"},
-	} {
-		res, err := proc.Run(ctx, proc.Cmd{Args: append([]string{"git", "-C", dir}, args...), Env: worktree.GitEnv()})
-		if err == nil && res.ExitCode != 0 {
-			err = fmt.Errorf("exit status %d: %s", res.ExitCode, strings.TrimSpace(res.Output))
-		}
-		if err != nil {
-			return fmt.Errorf("git %s: %w", args[0], err)
-		}
-	}
-	if err := os.MkdirAll(filepath.Join(dir, ".taskloom"), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, ".taskloom", "demo-session.json"), session, 0o644); err != nil {
+	if err := demo.Prepare(ctx, dir); err != nil {
 		return err
 	}
 	if !o.JSON {
@@ -103,52 +70,15 @@ func (o *demoOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 	start := time.Now()
 	ro := &runOpts{Product: filepath.Join(dir, "PRODUCT.md"), Repo: dir, JSON: o.JSON, Dir: dir}
 	runErr := ro.Run(ctx, cmd, w)
-	if o.JSON {
-		return runErr
-	}
 	var ce *exitCodeError
-	if runErr != nil && !errors.As(runErr, &ce) {
+	if o.JSON || (runErr != nil && !errors.As(runErr, &ce)) {
 		return runErr
 	}
 	fmt.Fprintf(w, "\nwhat happened (%s):\n", time.Since(start).Round(time.Millisecond))
-	if err := demoReport(ctx, dir, w); err != nil {
-		return err
-	}
-	if runErr != nil {
-		return runErr
+	if err := demo.Report(ctx, dir, w); err != nil || runErr != nil {
+		return cmp.Or(err, runErr)
 	}
 	fmt.Fprintf(w, "\nthe repo is %s\n", dir)
 	fmt.Fprintf(w, "try: cd %s && git log --stat && go test ./... && taskloom status\n", dir)
 	return nil
-}
-
-// demoReport prints main's history and the example's tests on main.
-func demoReport(ctx context.Context, dir string, w io.Writer) error {
-	log, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "-C", dir, "log",
-		"--format=  %h %s%n    %(trailers:key=Taskloom-Task,valueonly,separator=)", "main"}, Env: worktree.GitEnv()})
-	if err == nil && log.ExitCode != 0 {
-		err = fmt.Errorf("exit status %d: %s", log.ExitCode, strings.TrimSpace(log.Stderr))
-	}
-	if err != nil {
-		return fmt.Errorf("git log: %w", err)
-	}
-	fmt.Fprintf(w, "commits on main (newest first, with their Taskloom-Task trailer):\n%s", strings.ReplaceAll(log.Stdout, "\n    \n", "\n"))
-	test, err := proc.Run(ctx, proc.Cmd{Args: []string{"go", "test", "./..."}, Dir: dir,
-		Env: proc.ReduceEnv(os.Environ(), proc.DefaultEnvAllow)})
-	if err != nil {
-		return fmt.Errorf("go test on main: %w", err)
-	}
-	fmt.Fprintf(w, "go test ./... on main:\n%s", indent(test.Output))
-	if test.ExitCode != 0 {
-		return fmt.Errorf("the example's tests fail on main: exit status %d", test.ExitCode)
-	}
-	return nil
-}
-
-func indent(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = "  " + l
-	}
-	return strings.Join(lines, "\n") + "\n"
 }

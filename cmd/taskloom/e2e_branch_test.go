@@ -13,11 +13,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/session"
 )
 
 // These tests are about the user's branch: a run integrates into the branch
 // it started on and nowhere else, never silently redoes or undoes what the
-// user did to it, and is the only live run on it. They set pointFunc, so
+// user did to it, and is the only live run on it. They set session.PointFunc, so
 // they never run in parallel.
 
 // taskloomCtx runs the CLI in process with ctx.
@@ -33,14 +35,14 @@ func atPoints(t *testing.T, fn func(point string, n int)) {
 	t.Helper()
 	var mu sync.Mutex
 	seen := map[string]int{}
-	pointFunc = func(point string) {
+	session.PointFunc = func(point string) {
 		mu.Lock()
 		seen[point]++
 		n := seen[point]
 		mu.Unlock()
 		fn(point, n)
 	}
-	t.Cleanup(func() { pointFunc = nil })
+	t.Cleanup(func() { session.PointFunc = nil })
 }
 
 func headOf(t *testing.T, dir, ref string) string {
@@ -76,7 +78,7 @@ func TestE2EResumeIntegratesIntoRecordedBranch(t *testing.T) {
 		code, stdout, stderr := taskloomCtx(ctx, append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, db...)...)
 		require.NotEqual(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		id := runID(t, stdout)
-		pointFunc = nil
+		session.PointFunc = nil
 		require.Equal(t, "main", statusTargetBranch(t, dir, id, db))
 
 		git(t, dir, "checkout", "-q", "-b", "other")
@@ -122,7 +124,7 @@ func TestE2EMidRunResetIsNotUndone(t *testing.T) {
 		})
 		code, stdout, stderr := taskloomCtx(ctx, append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, db...)...)
 		require.NotEqual(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-		pointFunc = nil
+		session.PointFunc = nil
 		id := runID(t, stdout)
 		git(t, dir, "reset", "-q", "--hard", "HEAD~1")
 		require.Equal(t, start, headOf(t, dir, "main"))

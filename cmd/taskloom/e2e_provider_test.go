@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/internal/report"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/llm/llmtest"
 	"github.com/taskloom/taskloom/nodes"
@@ -101,11 +102,11 @@ func newProviderRun(t *testing.T, kind, spec string, faults llmtest.FaultFunc, c
 	return r
 }
 
-func (r *providerRun) status(t *testing.T, id string) statusReport {
+func (r *providerRun) status(t *testing.T, id string) report.Status {
 	t.Helper()
 	code, stdout, stderr := taskloom(t, "status", id, "--repo", r.dir, "--json")
 	require.Equal(t, 0, code, "status\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
-	var rep statusReport
+	var rep report.Status
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
 	return rep
 }
@@ -273,7 +274,7 @@ func TestE2EProviderDownPausesForReview(t *testing.T) {
 				require.Contains(t, rep.Escalations[0].Error, "HTTP 529 (overloaded): Overloaded; gave up after 3 requests")
 
 				s := openTestSession(t, r.dir, r.db)
-				g, err := s.graph()
+				g, err := s.Graph()
 				require.NoError(t, err)
 				res, err := g.State(t.Context(), id, -1)
 				require.NoError(t, err)

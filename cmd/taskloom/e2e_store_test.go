@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/store/postgres"
 	"github.com/taskloom/taskloom/store/sqlite"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -25,7 +26,7 @@ import (
 // These tests break the store under a running taskloom run, in process:
 // the PostgreSQL server restarts or goes away (a throwaway server of the
 // test's own), another process takes the run's lease, a checkpoint row is
-// damaged, the SQLite file is deleted or replaced. They set pointFunc to act
+// damaged, the SQLite file is deleted or replaced. They set session.PointFunc to act
 // at exact places of the pipeline, so they do not run in parallel.
 
 // storeTasks are the tasks of commandRepo's PRODUCT.md.
@@ -113,13 +114,13 @@ func taskloomTo(t *testing.T, stderr *watchWriter, args ...string) (int, string)
 	return code, stdout.String()
 }
 
-// atPoint sets pointFunc to call fn once, at the n-th passage of point,
+// atPoint sets session.PointFunc to call fn once, at the n-th passage of point,
 // and clears it when the test ends.
 func atPoint(t *testing.T, point string, n int, fn func()) {
 	t.Helper()
 	var mu sync.Mutex
 	seen := 0
-	pointFunc = func(p string) {
+	session.PointFunc = func(p string) {
 		if p != point {
 			return
 		}
@@ -131,7 +132,7 @@ func atPoint(t *testing.T, point string, n int, fn func()) {
 			fn()
 		}
 	}
-	t.Cleanup(func() { pointFunc = nil })
+	t.Cleanup(func() { session.PointFunc = nil })
 }
 
 const unreachableNotice = "store unreachable ("
@@ -155,7 +156,7 @@ func TestE2EStoreRestartMidRun(t *testing.T) {
 		srv.Stop()
 	}
 	var passed sync.Map
-	pointFunc = func(p string) {
+	session.PointFunc = func(p string) {
 		// The first integration, and the third worker start.
 		n, _ := passed.LoadOrStore(p, new(int))
 		mu.Lock()
@@ -166,7 +167,7 @@ func TestE2EStoreRestartMidRun(t *testing.T) {
 			stop()
 		}
 	}
-	t.Cleanup(func() { pointFunc = nil })
+	t.Cleanup(func() { session.PointFunc = nil })
 
 	code, stdout := taskloomTo(t, stderr, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--db", srv.URL())
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -204,7 +205,7 @@ func TestE2EStoreRetryExhausted(t *testing.T) {
 	require.NotContains(t, stdout, ": completed")
 
 	srv.Start()
-	pointFunc = nil
+	session.PointFunc = nil
 	code, out, errOut := taskloom(t, "resume", id, "--repo", dir, "--db", srv.URL())
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Contains(t, out, "run "+id+": completed")
@@ -243,7 +244,7 @@ func TestE2ELeaseLost(t *testing.T) {
 func steal(t *testing.T, db, holder string) {
 	t.Helper()
 	ctx := context.Background()
-	s, err := openStore(ctx, db, &storeOpts{SkipMigrate: true})
+	s, err := session.OpenStore(ctx, db, &session.StoreOpts{SkipMigrate: true})
 	require.NoError(t, err)
 	defer s.Close()
 	switch sv := s.(type) {
@@ -312,7 +313,7 @@ func TestE2ECorruptCheckpoint(t *testing.T) {
 func corrupt(t *testing.T, db, runID string) int64 {
 	t.Helper()
 	ctx := context.Background()
-	s, err := openStore(ctx, db, &storeOpts{SkipMigrate: true})
+	s, err := session.OpenStore(ctx, db, &session.StoreOpts{SkipMigrate: true})
 	require.NoError(t, err)
 	defer s.Close()
 	garbage := []byte{0x00, 0xff, 0x13, 0x37}

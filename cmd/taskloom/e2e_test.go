@@ -22,6 +22,7 @@ import (
 
 	"github.com/taskloom/taskloom/examples"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -180,7 +181,7 @@ func TestE2EPipeline(t *testing.T) {
 
 				// The run's state agrees.
 				s := openTestSession(t, dir, storeArgs2(args))
-				g, err := s.graph()
+				g, err := s.Graph()
 				require.NoError(t, err)
 				res, err := g.State(context.Background(), id, -1)
 				require.NoError(t, err)
@@ -220,13 +221,13 @@ func storeArgs2(args []string) string {
 }
 
 // openTestSession opens a repo's store the way the commands do.
-func openTestSession(t *testing.T, dir, dbURL string) *session {
+func openTestSession(t *testing.T, dir, dbURL string) *session.Session {
 	t.Helper()
 	cmd := newStatusLikeCmd()
 	if dbURL != "" {
 		require.NoError(t, cmd.Flags().Set("db", dbURL))
 	}
-	s, err := openSession(context.Background(), cmd, dir, "")
+	s, err := session.Open(context.Background(), session.Opts{Repo: dir, Flags: cmd.Flags()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -293,7 +294,7 @@ func TestE2EMaxAttemptsReview(t *testing.T) {
 			code, stdout, stderr = taskloom(t, append([]string{"resume", id, "--repo", dir}, db...)...)
 			require.Equal(t, tc.want, code, "resume\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 			s := openTestSession(t, dir, storeArgs2(db))
-			g, err := s.graph()
+			g, err := s.Graph()
 			require.NoError(t, err)
 			res, err := g.State(context.Background(), id, -1)
 			require.NoError(t, err)
@@ -349,7 +350,7 @@ func testE2ECycleEscalates(t *testing.T, db []string) {
 	require.Contains(t, stdout, "dependency cycle T1 -> T2 -> T1")
 	id := runID(t, stdout)
 	s := openTestSession(t, dir, storeArgs2(db))
-	g, err := s.graph()
+	g, err := s.Graph()
 	require.NoError(t, err)
 	res, err := g.State(context.Background(), id, -1)
 	require.NoError(t, err)
@@ -379,10 +380,10 @@ func testE2EMalformedToolCallRetried(t *testing.T, db []string) {
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	id := runID(t, stdout)
 	s := openTestSession(t, dir, storeArgs2(db))
-	convs, err := s.store.Conversations(context.Background(), id, "T1")
+	convs, err := s.Store.Conversations(context.Background(), id, "T1")
 	require.NoError(t, err)
 	require.NotEmpty(t, convs)
-	rec, err := s.store.Histories(id).Load(context.Background(), convs[0])
+	rec, err := s.Store.Histories(id).Load(context.Background(), convs[0])
 	require.NoError(t, err)
 	api, err := json.Marshal(rec.API)
 	require.NoError(t, err)

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -47,30 +45,14 @@ func (o *initOpts) Run(ctx context.Context, _ *cobra.Command, w io.Writer) error
 		return err
 	}
 	root, err := worktree.FindRoot(ctx, dir)
-	if err != nil {
-		if errors.Is(err, worktree.ErrNotRepo) {
-			return fmt.Errorf("%s is not inside a git repository: run git init first, or pass --repo", dir)
-		}
+	if errors.Is(err, worktree.ErrNotRepo) {
+		return fmt.Errorf("%s is not inside a git repository: run git init first, or pass --repo", dir)
+	} else if err != nil {
 		return err
 	}
-	path := filepath.Join(root, config.FileName)
-	data, err := json.MarshalIndent(config.Default(), "", "  ")
+	path, err := config.WriteDefault(root)
 	if err != nil {
 		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%s exists already; edit it, or delete it to start over", path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := worktree.ExcludeTaskloom(ctx, root); err != nil {
 		return err

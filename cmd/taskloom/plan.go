@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/tmc/langchaingo/llms"
 
-	"github.com/taskloom/taskloom/llm"
-	"github.com/taskloom/taskloom/planner"
-	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/internal/session"
 )
 
 // planOpts are the options of `taskloom plan`.
@@ -75,74 +70,24 @@ func (o *planOpts) Validate() error {
 // reads it: cmd's flags (--model, --workers), then TASKLOOM_* variables,
 // then the config file, then the defaults.
 func (o *planOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
-	cfg, err := loadConfig(cmd, o.Repo, o.ConfigFile)
+	cfg, err := session.LoadConfig(cmd.Flags(), o.Repo, o.ConfigFile)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	limits := plannerLimits(cfg)
-	popts := &planner.Opts{Limits: &limits, Workers: cfg.ParallelWorkers, MaxAttempts: cfg.MaxAttempts, Logger: o.Logger,
-		ScheduleFunc: scheduler.PlanSchedule}
-	var p *planner.Plan
-	var perr error
-	if o.Tasks != "" {
-		data, err := os.ReadFile(o.Tasks)
-		if err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
-		p, perr = planner.FromRaw(data, popts)
-		if p == nil {
-			return fmt.Errorf("plan: %s: %w", o.Tasks, perr)
-		}
-	} else {
-		data, err := os.ReadFile(o.Product)
-		if err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
-		var model llms.Model
-		if !planner.HasTaskList(string(data)) {
-			// --model, else TASKLOOM_MODEL, else the config's model.
-			spec := cfg.Model
-			lo := llmOpts(cfg, nil)
-			lo.GetenvFunc = o.GetenvFunc
-			m, err := llm.New(ctx, spec, lo)
-			if err != nil {
-				return fmt.Errorf("plan: %s has no explicit task list, so the breakdown needs a model: %w; pass --model SPEC (for example scripted:session.json), set TASKLOOM_MODEL or the config's model", o.Product, err)
-			}
-			model = m
-		}
-		// Markdown errors and warnings name the file and line themselves.
-		popts.ProductName = o.Product
-		p, perr = planner.FromProduct(ctx, model, string(data), popts)
-		if p == nil {
-			if strings.HasPrefix(perr.Error(), o.Product+":") {
-				return fmt.Errorf("plan: %w", perr)
-			}
-			return fmt.Errorf("plan: %s: %w", o.Product, perr)
-		}
+	p, perr := session.Plan(ctx, cfg, session.PlanOpts{Product: o.Product, Tasks: o.Tasks, GetenvFunc: o.GetenvFunc, Logger: o.Logger})
+	if p == nil {
+		return fmt.Errorf("plan: %w", perr)
 	}
 	switch {
 	case o.JSON:
-		out, err := json.MarshalIndent(p, "", "  ")
-		if err != nil {
-			return fmt.Errorf("plan: encode JSON: %w", err)
-		}
-		if _, err := w.Write(append(out, '\n')); err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
+		err = writeJSON(w, p)
 	case o.Mermaid:
-		if err := p.WriteMermaid(w); err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
+		err = p.WriteMermaid(w)
 	default:
-		if err := p.WriteTable(w); err != nil {
-			return fmt.Errorf("plan: %w", err)
-		}
+		err = p.WriteTable(w)
 	}
-	if perr != nil {
-		if errors.Is(perr, planner.ErrCycle) {
-			return fmt.Errorf("plan: %w; remove one dependency of each cycle (file-based dependencies count: a task that modifies or tests a file depends on its creator)", perr)
-		}
-		return fmt.Errorf("plan: %w", perr)
+	if err = errors.Join(err, perr); err != nil {
+		return fmt.Errorf("plan: %w", err)
 	}
 	return nil
 }

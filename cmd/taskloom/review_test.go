@@ -17,9 +17,9 @@ import (
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
-	"github.com/taskloom/taskloom/verify"
 )
 
 // reviewNote is the reviewer's note that the scripted model answers with a
@@ -141,9 +141,9 @@ func reviewRun(t *testing.T, repo, product string) string {
 func reviewState(t *testing.T, repo, dbURL, runID string) graph.Result[nodes.State] {
 	t.Helper()
 	if dbURL == "" {
-		dbURL = defaultDBURL(repo)
+		dbURL = session.DefaultDBURL(repo)
 	}
-	saver, err := openStore(t.Context(), dbURL, nil)
+	saver, err := session.OpenStore(t.Context(), dbURL, nil)
 	require.NoError(t, err)
 	defer saver.Close()
 	g, err := (&nodes.Runner{Pipeline: &nodes.Pipeline{}, Saver: saver}).Runnable()
@@ -159,9 +159,9 @@ func reviewState(t *testing.T, repo, dbURL, runID string) graph.Result[nodes.Sta
 func recordedDecisions(t *testing.T, repo, dbURL, runID string) (map[string]nodes.Decision, []string) {
 	t.Helper()
 	if dbURL == "" {
-		dbURL = defaultDBURL(repo)
+		dbURL = session.DefaultDBURL(repo)
 	}
-	saver, err := openStore(t.Context(), dbURL, nil)
+	saver, err := session.OpenStore(t.Context(), dbURL, nil)
 	require.NoError(t, err)
 	defer saver.Close()
 	loaded, err := saver.Load(t.Context(), runID, -1)
@@ -465,32 +465,12 @@ func TestReviewInteractiveInputEnds(t *testing.T) {
 	require.Equal(t, []string{"T1", "T2"}, pending)
 }
 
-func TestReviewInteractiveViewAll(t *testing.T) {
-	t.Parallel()
-	rv := &review{runID: "r1", decisions: map[string]nodes.Decision{}}
-	long := strings.Repeat("failing line\n", 60)
-	e := escalation{interruptID: "i1", payload: nodes.EscalationPayload{TaskID: "T1", Title: "Long", Reason: nodes.ReasonMaxAttempts, Error: long, Attempts: 3},
-		task: planner.Task{ID: "T1", Title: "Long", Status: planner.StatusFailed, Attempts: 3, MaxAttempts: 3}}
-	rv.pending = []escalation{e}
-	rv.tasks = []planner.Task{e.task}
-	var out bytes.Buffer
-	// view all, page once, stop, then fixed (confirmed by default).
-	p := newPrompter(t.Context(), strings.NewReader("v\n\nf\n\n"), &out)
-	require.NoError(t, rv.decideInteractively(p, rv.pending))
-	got := out.String()
-	require.Contains(t, got, "  … 40 more line(s) cut\n")
-	require.Contains(t, got, "[a]bort  [v]iew all > ")
-	require.Contains(t, got, "-- 24 more line(s): Enter for more, q to stop -- ")
-	require.Equal(t, 20+60, strings.Count(got, "failing line"), "cut view, then the full error")
-	require.Equal(t, nodes.Decision{Action: nodes.ActionFixed}, rv.decisions["i1"])
-}
-
 func TestReviewBusyRun(t *testing.T) {
 	t.Parallel()
 	repo, product := reviewSetup(t, 1, "")
 	runID := reviewRun(t, repo, product)
 
-	saver, err := openStore(t.Context(), defaultDBURL(repo), nil)
+	saver, err := session.OpenStore(t.Context(), session.DefaultDBURL(repo), nil)
 	require.NoError(t, err)
 	defer saver.Close()
 	lease, err := saver.Acquire(t.Context(), runID, "pid 4242, host elsewhere", time.Now(), time.Minute)
@@ -505,96 +485,4 @@ func TestReviewBusyRun(t *testing.T) {
 	require.NoError(t, saver.Release(t.Context(), lease))
 	code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
 	require.Equal(t, exitOK, code, "stderr: %s", errOut)
-}
-
-func TestIsInteractive(t *testing.T) {
-	t.Parallel()
-	null, err := os.Open(os.DevNull)
-	require.NoError(t, err)
-	defer null.Close()
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	defer w.Close()
-	for _, tc := range []struct {
-		name string
-		in   io.Reader
-		out  io.Writer
-		want bool
-	}{
-		{"forced", fakeTerminal{strings.NewReader("")}, &bytes.Buffer{}, true},
-		{"buffers", strings.NewReader(""), &bytes.Buffer{}, false},
-		{"null device", null, null, false},
-		{"pipes", r, w, false},
-	} {
-		require.Equal(t, tc.want, isInteractive(tc.in, tc.out), tc.name)
-	}
-}
-
-func TestReviewShowOne(t *testing.T) {
-	t.Parallel()
-	failing := verify.Verdict{ExitCode: 1, Format: "gotest", Total: 4, Failed: 1,
-		Failures: []verify.Failure{{Name: "TestAdd", Package: "example/a", Output: "a_test.go:9: got 3, want 4"}},
-		Output:   "=== RUN   TestAdd\n    a_test.go:9: got 3, want 4\n--- FAIL: TestAdd (0.00s)\nFAIL\texample/a\t0.01s"}
-	failing.Output += strings.Repeat("\nmore output", 40)
-	for _, tc := range []struct {
-		name    string
-		e       escalation
-		want    []string
-		notWant []string
-		cut     bool
-	}{{
-		name: "failed tests",
-		e: escalation{
-			payload: nodes.EscalationPayload{TaskID: "T1", Title: "Add", Reason: nodes.ReasonMaxAttempts, Error: failing.ErrorContext(4000), Attempts: 3,
-				Attempt: "T1/5", Ref: "refs/taskloom/attempts/r1/T1/5"},
-			task:    planner.Task{ID: "T1", Status: planner.StatusFailed, Attempts: 3, MaxAttempts: 3},
-			attempt: &nodes.Attempt{TaskID: "T1", Attempt: 5, Branch: "b", Diff: "+x", Tests: &failing},
-		},
-		// Attempt 5: a review's retry gave the task 3 fresh attempts after
-		// its first 2.
-		want: []string{"== [1/1] T1 — Add\n", "reason:   max attempts reached\n", "attempt:  5, the last (3 of max_attempts 3 failed, status failed)\n",
-			"ref:      refs/taskloom/attempts/r1/T1/5\n", "diff:     git show refs/taskloom/attempts/r1/T1/5\n",
-			"tests:    1 of 4 failed, gotest, exit code 1\n", "error:\n  │ 1 of 4 tests failed", "--- FAIL: TestAdd (example/a)",
-			"diff of attempt 5:\n  │ +x\n", "test output:\n  │ === RUN   TestAdd\n", "  … 19 more line(s) cut\n"},
-		cut: true,
-	}, {
-		name: "question",
-		e: escalation{
-			payload: nodes.EscalationPayload{TaskID: "T2", Title: "Ask", Reason: nodes.ReasonQuestion, Error: "which port?", Attempts: 0, Attempt: "T2/1"},
-			task:    planner.Task{ID: "T2", Status: planner.StatusPending, MaxAttempts: 3},
-			attempt: &nodes.Attempt{TaskID: "T2", Attempt: 1, Worktree: "w", Question: "which port?"},
-		},
-		want: []string{"reason:   the worker has a question\n", "attempt:  1, the last (0 of max_attempts 3 failed, status pending)\n",
-			"question:\n  │ which port?\n", "diff of attempt 1:\n  │ (the attempt changed nothing)\n"},
-		notWant: []string{"tests:", "test output", "cut", "ref:"},
-	}, {
-		name: "conflict",
-		e: escalation{
-			payload: nodes.EscalationPayload{TaskID: "T3", Title: "Merge", Reason: nodes.ReasonConflict, Error: "merge conflict with main in a.go", Attempts: 3, Attempt: "T3/3"},
-			attempt: &nodes.Attempt{TaskID: "T3", Attempt: 3, Conflicts: []string{"a.go", "b.go"}, Diff: "+y", Tests: &verify.Verdict{Passed: true, Format: "exit-code"}},
-		},
-		want: []string{"reason:   merge conflict that persists after retries\n", "attempt:  3, the last\n", "tests:    passed, exit-code, exit code 0\n", "conflicting files:\n  │ a.go\n  │ b.go\n"},
-	}, {
-		name: "cycle without attempt",
-		e: escalation{
-			payload: nodes.EscalationPayload{TaskID: "T4", Title: "Loop", Reason: nodes.ReasonCycle, Error: "dependency cycle T4 -> T5 -> T4"},
-			task:    planner.Task{ID: "T4", Status: planner.StatusPending, MaxAttempts: 3},
-		},
-		want:    []string{"reason:   dependency cycle\n", "attempt:  none yet (0 of max_attempts 3 failed, status pending)\n", "error:\n  │ dependency cycle T4 -> T5 -> T4\n"},
-		notWant: []string{"diff", "tests:"},
-	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			rv := &review{runID: "r1"}
-			var b strings.Builder
-			cut := rv.showOne(&b, tc.e, 0, 1, false)
-			for _, w := range tc.want {
-				require.Contains(t, b.String(), w)
-			}
-			for _, w := range tc.notWant {
-				require.NotContains(t, b.String(), w)
-			}
-			require.Equal(t, tc.cut, cut, "got:\n%s", b.String())
-		})
-	}
 }

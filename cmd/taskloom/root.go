@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/session"
 )
 
 // Exit codes, as documented for users.
@@ -71,6 +73,7 @@ var commands = []func(*app) *cobra.Command{
 	newInitCmd,
 	newConfigCmd,
 	newVersionCmd,
+	newUICmd,
 }
 
 func newRootCmd(a *app) *cobra.Command {
@@ -134,11 +137,11 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		code = ce.code
 	}
 	var decode *checkpoint.DecodeError
-	var fault *faultError
+	var fault *session.FaultError
 	if errors.As(err, &decode) && !errors.As(err, &fault) {
 		// Whichever command read it, a damaged checkpoint is named the
 		// same way: its run and its step.
-		err = decodeFault(decode)
+		err = session.DecodeFault(decode)
 	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintf(stderr, "taskloom: %s\n", msg)
@@ -179,6 +182,19 @@ func optsRunE(a *app, o runIDOpts) func(*cobra.Command, []string) error {
 func addStoreFlags(f *pflag.FlagSet, repo *string) {
 	f.StringVar(repo, "repo", ".", "the git repo whose store holds the run")
 	f.String("db", "", "store URL: postgres://… or a SQLite path (default: <repo>/.taskloom/taskloom.db)")
+}
+
+// openSession opens the session of a command: its repo, config file and
+// flags; readOnly for the commands that only read.
+func openSession(ctx context.Context, cmd *cobra.Command, repo, configFile string, readOnly bool) (*session.Session, error) {
+	return session.Open(ctx, session.Opts{Repo: repo, ConfigFile: configFile, Flags: cmd.Flags(), ReadOnly: readOnly, Stderr: cmd.ErrOrStderr()})
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // writeCrash writes a panic and its stack to a crash file and says where

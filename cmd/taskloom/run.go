@@ -2,38 +2,26 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/taskloom/taskloom/graph"
-	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/internal/term"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/runview"
 	"github.com/taskloom/taskloom/worktree"
 )
 
-func shortHash(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
-}
-
 // runOpts are the options of taskloom run.
 type runOpts struct {
-	Product    string
-	Repo       string
-	ConfigFile string
-	JSON       bool
+	Product, Repo, ConfigFile string
+	JSON                      bool
 	// Dir is where relative paths were given (the working directory).
 	Dir string
 }
@@ -55,16 +43,7 @@ func newRunCmd(a *app) *cobra.Command {
 		Use:   "run PRODUCT.md",
 		Short: "Start a new run of the pipeline on a git repo",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				o.Product = args[0]
-			}
-			o.Dir, _ = os.Getwd()
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), cmd, a.stdout)
-		},
+		RunE:  runIDRunE(a, o, &o.Product),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Repo, "repo", ".", "the git repo to work on")
@@ -78,48 +57,23 @@ func newRunCmd(a *app) *cobra.Command {
 
 // Run starts the run and drives it until it ends or pauses for review.
 func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
-	s, err := openSession(ctx, cmd, o.Repo, o.ConfigFile)
+	if o.Dir == "" {
+		o.Dir, _ = os.Getwd()
+	}
+	s, err := openSession(ctx, cmd, o.Repo, o.ConfigFile, false)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	product, err := filepath.Abs(o.Product)
-	if err != nil {
-		return err
-	}
-	meta := runMeta{Model: resolveModelSpec(s.cfg.Model, o.Dir, s.repo), Workers: s.cfg.ParallelWorkers, ConfigFile: o.ConfigFile}
-	runID := newRunID(time.Now())
-	p, err := s.pipeline(ctx, runID, product, meta)
-	if err != nil {
-		return err
-	}
-	// One live run per repo and branch, held while this process lives.
-	unlock, err := p.Repo.LockBranch(ctx, runID)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	metaJSON, _ := json.Marshal(meta)
-	v := newView(w, o.JSON, runID, meta)
-	wait := v.ProviderWait
-	s.waits.Store(&wait)
-	v.Started(product, s.repo, p.Repo.MainBranch(), false)
-	warnSandbox(cmd.ErrOrStderr())
-	ctx, opts := watched(ctx, v)
-	res, err := s.runner(p).Start(ctx, nodes.Run{ID: runID, ProductPath: product, Repo: s.repo, Meta: metaJSON}, opts)
-	return finishRun(v, runID, res, err)
+	out, err := s.Start(ctx, session.StartOpts{Product: o.Product, ConfigFile: o.ConfigFile, Dir: o.Dir,
+		View: viewFunc(w, o.JSON), Warn: cmd.ErrOrStderr()})
+	return finishRun(out, err)
 }
 
 // resumeOpts are the options of taskloom resume.
 type resumeOpts struct {
-	RunID      string
-	Repo       string
-	From       string
-	JSON       bool
-	ConfigFile string
-	// AcceptHead takes the run's target branch as it is, after the user
-	// reset or rewrote it.
-	AcceptHead bool
+	RunID, Repo, From string
+	JSON, AcceptHead  bool
 }
 
 // Validate checks the options.
@@ -127,10 +81,8 @@ func (o *resumeOpts) Validate() error {
 	if o.RunID == "" {
 		return usageError("resume needs a run ID: taskloom resume RUN_ID (see taskloom runs)")
 	}
-	if o.From != "" {
-		if _, err := strconv.ParseInt(o.From, 10, 64); err != nil {
-			return usageError("--from %q: want a checkpoint step number from taskloom history", o.From)
-		}
+	if _, err := strconv.ParseInt(o.From, 10, 64); o.From != "" && err != nil {
+		return usageError("--from %q: want a checkpoint step number from taskloom history", o.From)
 	}
 	return nil
 }
@@ -153,124 +105,62 @@ func newResumeCmd(a *app) *cobra.Command {
 
 // Run resumes the run.
 func (o *resumeOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
-	s, err := openSession(ctx, cmd, o.Repo, o.ConfigFile)
+	s, err := openSession(ctx, cmd, o.Repo, "", false)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	return resumeRun(ctx, cmd, s, o.RunID, resumeHow{From: o.From, JSON: o.JSON, AcceptHead: o.AcceptHead}, w)
+	return resumeRun(ctx, cmd, s, o.RunID, session.ResumeOpts{From: o.From, AcceptHead: o.AcceptHead}, o.JSON, w)
 }
 
-// resumeHow says how resumeRun continues a run.
-type resumeHow struct {
-	From       string // fork from this checkpoint step first
-	JSON       bool
-	AcceptHead bool
+// resumeRun continues a stored run, shown on w.
+func resumeRun(ctx context.Context, cmd *cobra.Command, s *session.Session, runID string, how session.ResumeOpts, asJSON bool, w io.Writer) error {
+	how.View, how.Warn = viewFunc(w, asJSON), cmd.ErrOrStderr()
+	if !asJSON {
+		how.Out = w
+	}
+	return finishRun(s.Resume(ctx, runID, how))
 }
 
-// resumeRun continues a stored run (or a fork of it) with its own pipeline.
-func resumeRun(ctx context.Context, cmd *cobra.Command, s *session, runID string, how resumeHow, w io.Writer) error {
-	run, meta, err := s.loadRun(ctx, runID)
-	if err != nil {
-		return err
+// viewFunc shows a run on w: a live view on a terminal, plain lines
+// otherwise, one JSON event per line with --json.
+func viewFunc(w io.Writer, asJSON bool) session.ViewFunc {
+	return func(runID string, meta session.Meta) *runview.View {
+		return runview.New(w, runview.Opts{RunID: runID, Model: meta.Model, Workers: meta.Workers, JSON: asJSON,
+			Live: !asJSON && term.IsTerminal(w), NoColor: os.Getenv("NO_COLOR") != ""})
 	}
-	if run.Repo != s.repo {
-		// The run's repo has the config the run was made with.
-		cfg, err := loadConfig(cmd, run.Repo, meta.ConfigFile)
-		if err != nil {
-			return err
-		}
-		s.cfg, s.repo = cfg, run.Repo
-	}
-	if how.From != "" {
-		step, _ := strconv.ParseInt(how.From, 10, 64)
-		runID, err = forkRun(ctx, s, run, meta, step)
-		if err != nil {
-			return err
-		}
-		run.ID = runID
-	}
-	p, err := s.pipeline(ctx, run.ID, run.ProductPath, meta)
-	if err != nil {
-		return err
-	}
-	// One live run per repo and branch: this one, while this process
-	// lives. A second resume of the same run is told who drives it.
-	unlock, err := p.Repo.LockBranch(ctx, run.ID)
-	var live *worktree.LiveError
-	if errors.As(err, &live) && live.Run == run.ID {
-		return fmt.Errorf("run %s is being driven by another process (pid %d, host %s); wait for it to finish or stop it", run.ID, live.PID, live.Host)
-	}
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	v := newView(w, how.JSON, run.ID, meta)
-	wait := v.ProviderWait
-	s.waits.Store(&wait)
-	v.Started("", "", p.Repo.MainBranch(), true)
-	warnSandbox(cmd.ErrOrStderr())
-	runner := s.runner(p)
-	if how.AcceptHead {
-		acc, err := runner.AcceptHead(ctx, run.ID)
-		if err != nil {
-			return err
-		}
-		if len(acc.Redo) > 0 && !how.JSON {
-			fmt.Fprintf(w, "accepted %s at %s; redoing %s, whose commits are gone from it\n", p.Repo.MainBranch(), shortHash(acc.Head), strings.Join(acc.Redo, ", "))
-		}
-	} else if err := runner.CheckHead(ctx, run.ID); err != nil {
-		return err
-	}
-	if g, err := runner.Runnable(); err == nil {
-		if st, err := g.State(ctx, run.ID, -1); err == nil {
-			v.Seed(st.State)
-		}
-	}
-	ctx, opts := watched(ctx, v)
-	res, err := runner.Resume(ctx, run.ID, opts)
-	return finishRun(v, run.ID, res, busyMessage(run.ID, err))
 }
 
-// forkRun starts a new run from a checkpoint of run.
-func forkRun(ctx context.Context, s *session, run nodes.Run, meta runMeta, step int64) (string, error) {
-	newID := newRunID(time.Now())
-	p, err := s.pipeline(ctx, newID, run.ProductPath, meta)
-	if err != nil {
-		return "", err
+// finishRun shows how the call ended and returns the error that carries
+// its exit code.
+func finishRun(out session.Outcome, err error) error {
+	if out.View == nil {
+		return err // it was never shown
 	}
-	g, err := s.runner(p).Runnable()
-	if err != nil {
-		return "", err
+	res := out.Result
+	status := nodes.StatusOf(res, err)
+	if err != nil && res.Step < 0 && len(res.Next) == 0 && res.State.RunID.Get() == "" {
+		status = "" // it never started
 	}
-	if err := g.Fork(ctx, run.ID, step, newID); err != nil {
-		return "", fmt.Errorf("fork run %s at checkpoint %d: %w", run.ID, step, err)
+	code := nodes.ExitCode(status)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		code = exitError
 	}
-	// The fork has its own worktrees and trailers.
-	if _, err := g.UpdateState(ctx, newID, "", nodes.State{RunID: graph.V(newID)}); err != nil {
-		return "", err
-	}
-	fork := run
-	fork.ID = newID
-	if err := s.store.CreateRun(ctx, fork); err != nil {
-		return "", err
-	}
-	return newID, nil
-}
-
-// busyMessage words a lease conflict as the documentation does.
-func busyMessage(runID string, err error) error {
-	var busy *checkpoint.BusyError
-	if errors.As(err, &busy) {
-		return fmt.Errorf("run %s is being driven by another process (%s); wait for it to finish or stop it", runID, busy.Holder)
+	out.View.Finish(res, status, code)
+	var reset *worktree.ResetError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return withCode(exitInterrupted, nil)
+	case err == nil && code == exitOK:
+		return nil
+	case err == nil:
+		return withCode(code, nil)
+	case session.StoreFault(out.RunID, err) != nil:
+		return session.StoreFault(out.RunID, err)
+	case errors.As(err, &reset):
+		return reset // one line, without the nodes it went through
+	case errors.Is(err, graph.ErrStepLimit):
+		return fmt.Errorf("%w; resume it with: taskloom resume %s", err, out.RunID)
 	}
 	return err
-}
-
-// warnSandbox says on stderr, right after the run ID, what of the sandbox
-// this machine cannot enforce.
-func warnSandbox(w io.Writer) {
-	if st := proc.Probe(); !st.Complete() {
-		fmt.Fprintf(w, "taskloom: warning: %s\n", st)
-	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -21,6 +23,28 @@ func TestVersion(t *testing.T) {
 		require.Contains(t, out, "(commit ")
 		require.Contains(t, out, runtime.Version())
 	}
+}
+
+// panicWriter panics on its first write, like a bug deep in a command.
+type panicWriter struct{}
+
+func (panicWriter) Write([]byte) (int, error) { panic("boom") }
+
+// TestPanicIsOneLine: a panic reaches the user as one line naming a crash
+// file, and the file holds the panic and its stack.
+func TestPanicIsOneLine(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	var stderr bytes.Buffer
+	code := Execute(context.Background(), []string{"version"}, strings.NewReader(""), panicWriter{}, &stderr)
+	require.Equal(t, exitError, code)
+	line := stderr.String()
+	require.Equal(t, 1, strings.Count(line, "\n"), "one line: %q", line)
+	require.True(t, strings.HasPrefix(line, "taskloom: internal error: boom; crash report: "), line)
+	path := strings.TrimSuffix(strings.TrimPrefix(line, "taskloom: internal error: boom; crash report: "), " (please attach it to a bug report)\n")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(data), "panic: boom")
+	require.Contains(t, string(data), "goroutine ")
 }
 
 // TestGoInstallVersion installs taskloom as the README says, into a temp

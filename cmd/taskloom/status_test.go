@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/internal/report"
+	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/store/storetest"
 )
@@ -190,7 +192,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	// history: every checkpoint, oldest first, with what changed.
 	code, out, errOut = r.cli(t, "history", done, "--json")
 	require.Equal(t, exitOK, code, errOut)
-	var hist []historyEntry
+	var hist []report.Entry
 	require.NoError(t, json.Unmarshal([]byte(out), &hist), out)
 	require.Greater(t, len(hist), 5)
 	for i, e := range hist {
@@ -216,7 +218,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	require.Contains(t, hist[len(hist)-1].Summary, "run completed")
 	require.Equal(t, []string{"build_verification"}, hist[len(hist)-1].Nodes)
 	failed := findEntry(t, hist, "T2 in_progress→pending")
-	require.Equal(t, []taskChange{{TaskID: "T2", From: "in_progress", To: "pending"}}, failed.Changes)
+	require.Equal(t, []report.TaskChange{{TaskID: "T2", From: "in_progress", To: "pending"}}, failed.Changes)
 	require.NotEmpty(t, failed.Log, "the failure's log line")
 
 	code, out, errOut = r.cli(t, "history", done)
@@ -227,7 +229,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 
 	code, out, errOut = r.cli(t, "history", done, "--limit", "3", "--json")
 	require.Equal(t, exitOK, code, errOut)
-	var last3 []historyEntry
+	var last3 []report.Entry
 	require.NoError(t, json.Unmarshal([]byte(out), &last3))
 	require.Equal(t, hist[len(hist)-3:], last3, "the newest 3, summarized against the step before them")
 	code, out, _ = r.cli(t, "history", done, "--limit", "3")
@@ -327,7 +329,7 @@ func testStatusRunsHistory(t *testing.T, r *statusRepo) {
 	}
 }
 
-func findEntry(t *testing.T, hist []historyEntry, summary string) historyEntry {
+func findEntry(t *testing.T, hist []report.Entry, summary string) report.Entry {
 	t.Helper()
 	for _, e := range hist {
 		if strings.Contains(e.Summary, summary) {
@@ -335,7 +337,7 @@ func findEntry(t *testing.T, hist []historyEntry, summary string) historyEntry {
 		}
 	}
 	t.Fatalf("no checkpoint summary contains %q", summary)
-	return historyEntry{}
+	return report.Entry{}
 }
 
 func readText(t *testing.T, path string) string {
@@ -401,7 +403,7 @@ func TestHistoryExportRalphIterations(t *testing.T) {
 	git(t, repo, "init", "-q", "-b", "main")
 	dbPath := filepath.Join(repo, ".taskloom", "taskloom.db")
 	require.NoError(t, os.MkdirAll(filepath.Dir(dbPath), 0o755))
-	saver, err := openStore(ctx, dbPath, nil)
+	saver, err := session.OpenStore(ctx, dbPath, nil)
 	require.NoError(t, err)
 	store, err := nodes.NewStore(saver)
 	require.NoError(t, err)
