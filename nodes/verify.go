@@ -62,10 +62,12 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 	for i, id := range batch {
 		rec := &recs[i]
 		var failure string
+		// An attempt that failed before its tests (its dispatch, say, so
+		// that it has no worktree here) fails with its own error.
 		switch {
-		case errs[i] != nil && errors.Is(errs[i], worktree.ErrNotFound):
+		case errs[i] != nil && rec.Error == "" && errors.Is(errs[i], worktree.ErrNotFound):
 			failure = "the attempt's worktree is gone: " + errs[i].Error()
-		case errs[i] != nil:
+		case errs[i] != nil && rec.Error == "":
 			failure = "cannot run the tests: " + errs[i].Error()
 		case rec.Question != "":
 			// A question costs no attempt: the task waits, pending, for
