@@ -74,7 +74,7 @@ func TestImplementFailuresAreRetried(t *testing.T) {
 	)
 	p := newTestPipeline(t, dir, w, plan)
 	p.Workers = 6
-	p.WorkerTimeout = 2 * time.Second
+	p.WorkerTimeout = time.Second
 	p.Secrets = proc.NewRedactor([]string{"API_TOKEN=" + secret}, nil)
 	h := newHarness(t, dir, p, storetest.NewMemory(t))
 	res, status := h.start()
@@ -88,7 +88,7 @@ func TestImplementFailuresAreRetried(t *testing.T) {
 	}
 	require.Equal(t, "worker: the model said nonsense", errOf("T1"))
 	require.Equal(t, "worker: claude: exit status 1: no credits", errOf("T2"))
-	require.Equal(t, "worker: timed out after 2s (worker.timeout)", errOf("T3"))
+	require.Equal(t, "worker: timed out after 1s (worker.timeout)", errOf("T3"))
 	require.Equal(t, "the attempt's changes contain the value of API_TOKEN; a secret must never be committed, so they were discarded", errOf("T4"))
 	require.Contains(t, errOf("T5"), "the worker broke its worktree: ")
 	require.Contains(t, errOf("T6"), "worker: ")
