@@ -84,37 +84,76 @@
 //
 // A task whose total is above complexity_threshold is split when
 // auto_split is on (otherwise it gets a warning). The strategy follows the
-// dominant component, value divided by maximum (ties: file_scope,
-// cross_file_deps, semantic_complexity, requirement_uncertainty); when the
-// dominant strategy cannot make two parts, the next most dominant is used.
+// dominant component, value divided by maximum (ties: cross_file_deps,
+// file_scope, semantic_complexity, requirement_uncertainty, that is layers,
+// then files, then criteria); when the dominant strategy cannot make two
+// parts, the next most dominant is used.
 //
-//   - files: one part per directory of the files to create and modify
-//     (sorted; adjacent directories merged, the smallest pair first, down to
-//     at most max(2, number of criteria) parts); files in one directory are
-//     halved.
-//   - layers: one part per layer present, chained data → business →
-//     presentation; files of no layer count as business. Needs two layers.
-//   - criteria: the criteria, in order, in max(2, ⌈total / threshold⌉)
-//     contiguous groups (at most one per criterion). A file mentioned by
-//     criteria (by path or base name) goes to those parts, any other file to
-//     every part; the first part that gets a file to create creates it, the
-//     later ones modify it.
+// A split works on units: a work file (to create or modify) with its tests
+// (a_test.go, test_a.py or tests/test_a.py, a.test.ts, a.spec.tsx; files of
+// one stem in one directory, such as x.ts and x.tsx, are one unit; a test
+// of no file of the same stem joins a file of its directory, else the tests
+// of a directory form a unit of their own). A unit is never divided. Units
+// are ordered so that what is imported comes first: by the imports of the
+// files that exist in Opts.Repo (a Go package's imports, read with
+// go/parser, count for every file of the package, new ones too; Python's
+// import and from statements, relative or from the root or src/; TS/JS
+// import, export … from and require of relative paths or "@/" and "~/" for
+// src/), then by tier (tierTable: models, storage, services, handlers,
+// client, wiring; a file of no tier ranks with the services).
 //
-// In the files and layers strategies each criterion goes to the part whose
-// file and layer words it shares most, else to the part with the fewest
-// criteria so far. A test file goes to the parts that create or modify it,
-// else those with a file of the same stem (a_test.go ↔ a.go), else those
-// with a file in its directory, else those whose criteria mention it, else
-// the last part. So every criterion lands in exactly one part and every
-// file in at least one.
+// A file's tier comes from its extension, then the words of its base name
+// from the last (the head of api_client is client), then its directories
+// from the innermost out. Words split at punctuation and at case changes
+// (bookmarksClient, APIClient) and match in any inflection (repositories,
+// cached, retried; see stem). The configurable Keywords layer lists decide
+// the layer; the tier table orders within it.
 //
-// Parts are named <id>-a, <id>-b, … (a part split again gives <id>-a-a, …),
-// keep the title with a " [label]" suffix, and carry split_from = the ID of
-// the raw task. The first part inherits the original's dependencies and
-// each later part depends on the one before (the split chain). Splitting
-// repeats on every part above the threshold; a part no strategy can split
-// further carries a warning. A dependency on a split task becomes a
-// dependency on all its final parts.
+// Each criterion goes to the unit it is most about: 10 points when it
+// names the unit (path, base name, compound name like bookmark_handler or
+// bookmarksClient, or a symbol the file defines in the repository), 1 when
+// it uses the unit's one-word base name, 1/n per path word it shares with
+// the unit (n units have that word), and 1.5 per distinct word of the
+// unit's tier (its file words and hints such as "table", "status",
+// "browser", an HTTP route "GET /x" or a status code for the handlers; the
+// words of a tier the task has no file of count for the nearest tier it
+// has). Ties go to the earlier unit. A criterion about no unit follows the
+// criterion before it (else after it); when none is about any unit, the
+// criteria are dealt in order, in runs, over the groups.
+//
+//   - files: one group per directory; the units of a single directory are
+//     cut, in order, into ⌈files / max_files_to_create⌉ runs.
+//   - layers: one group per tier, merged with its neighbours of the same
+//     layer (data, business, presentation) while the result stays within
+//     max_criteria_per_task and max_files_to_create. Needs two layers.
+//   - criteria: one group per unit; when the criteria are about fewer than
+//     two units, the criteria in order in max(2, ⌈n /
+//     max_criteria_per_task⌉) runs, each with the units its criteria are
+//     about (a run about none gets the first unit).
+//
+// A group that gets no criterion is merged into the group of the nearest
+// tier (the nearest in order on a tie); tests of no work file go to the
+// last part. Neighbouring groups are then merged, the smallest pair first
+// (a pair of two tiers or layers costs more), down to ⌈n / limit⌉ + 1 parts
+// for n criteria (max_criteria_per_task) or files (max_files_to_create),
+// whichever needs more, and at most 26. A unit that a criterion names goes
+// to that criterion's part too. So every criterion lands in exactly one
+// part, every file in at least one, no part is without criteria or files,
+// and the first part (in order) that has a file to create creates it; the
+// later ones modify it.
+//
+// Parts are named <id>-a, <id>-b, … (a part split again gives <id>-a-a, …)
+// and carry split_from = the ID of the raw task. A part's title is the raw
+// task's title with one " [label]": the directory (files), the layer or
+// tiers (layers), the tiers (criteria), with ", part i of n" when two parts
+// would share a label; a part of a part joins both labels in one bracket.
+// The first part inherits the original's dependencies and each later part
+// depends on the one before (the split chain). Splitting repeats on every
+// part above the threshold; a part no strategy can split further carries a
+// warning. A dependency on a split task becomes a dependency on all its
+// final parts; a dependency on a part (T3-a) is a dependency on that part,
+// and one on a part the split did not make goes to the nearest task or part
+// that exists, with a warning.
 //
 // # Dependencies, cycles and warnings
 //
