@@ -13,7 +13,7 @@ import (
 
 // configOpts are the options of taskloom config.
 type configOpts struct {
-	Repo       string
+	repoOpts
 	ConfigFile string
 	JSON       bool
 }
@@ -34,14 +34,6 @@ func newConfigCmd(a *app) *cobra.Command {
 	f.String("model", "", "model spec (overrides model)")
 	f.Int("workers", 0, "parallel workers (overrides parallel_workers)")
 	return cmd
-}
-
-// Validate implements the command options contract.
-func (o *configOpts) Validate() error {
-	if o.Repo == "" {
-		o.Repo = "."
-	}
-	return nil
 }
 
 // Run prints the effective config. Secrets are only said to be set or

@@ -13,9 +13,7 @@ import (
 )
 
 // doctorOpts are the options of taskloom doctor.
-type doctorOpts struct {
-	Repo string
-}
+type doctorOpts struct{ repoOpts }
 
 func newDoctorCmd(a *app) *cobra.Command {
 	o := &doctorOpts{}
@@ -30,14 +28,6 @@ func newDoctorCmd(a *app) *cobra.Command {
 	f.String("db", "", "store URL: postgres://… or a SQLite path (default: <repo>/.taskloom/taskloom.db)")
 	f.String("model", "", "model spec to check the key of (default: the config's)")
 	return cmd
-}
-
-// Validate implements the command options contract.
-func (o *doctorOpts) Validate() error {
-	if o.Repo == "" {
-		o.Repo = "."
-	}
-	return nil
 }
 
 // Run prints one line per check and fails (exit 1) when a run could not

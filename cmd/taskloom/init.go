@@ -14,9 +14,7 @@ import (
 )
 
 // initOpts are the options of taskloom init.
-type initOpts struct {
-	Repo string
-}
+type initOpts struct{ repoOpts }
 
 func newInitCmd(a *app) *cobra.Command {
 	o := &initOpts{}
@@ -28,14 +26,6 @@ func newInitCmd(a *app) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&o.Repo, "repo", ".", "the git repo to set up")
 	return cmd
-}
-
-// Validate implements the command options contract.
-func (o *initOpts) Validate() error {
-	if o.Repo == "" {
-		o.Repo = "."
-	}
-	return nil
 }
 
 // Run writes the config file, refusing to overwrite one.

@@ -20,6 +20,7 @@ import (
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/store"
 )
 
 // reviewNote is the reviewer's note that the scripted model answers with a
@@ -137,15 +138,23 @@ func reviewRun(t *testing.T, repo, product string) string {
 	return m[1]
 }
 
-// reviewState reads the newest checkpoint of a run.
-func reviewState(t *testing.T, repo, dbURL, runID string) graph.Result[nodes.State] {
+// reviewStore opens a repo's store (dbURL, else its SQLite store) until
+// the test ends.
+func reviewStore(t *testing.T, repo, dbURL string) store.Driver {
 	t.Helper()
 	if dbURL == "" {
 		dbURL = session.DefaultDBURL(repo)
 	}
 	saver, err := session.OpenStore(t.Context(), dbURL, nil)
 	require.NoError(t, err)
-	defer saver.Close()
+	t.Cleanup(func() { _ = saver.Close() })
+	return saver
+}
+
+// reviewState reads the newest checkpoint of a run.
+func reviewState(t *testing.T, repo, dbURL, runID string) graph.Result[nodes.State] {
+	t.Helper()
+	saver := reviewStore(t, repo, dbURL)
 	g, err := (&nodes.Runner{Pipeline: &nodes.Pipeline{}, Saver: saver}).Runnable()
 	require.NoError(t, err)
 	res, err := g.State(t.Context(), runID, -1)
@@ -158,13 +167,7 @@ func reviewState(t *testing.T, repo, dbURL, runID string) graph.Result[nodes.Sta
 // for one.
 func recordedDecisions(t *testing.T, repo, dbURL, runID string) (map[string]nodes.Decision, []string) {
 	t.Helper()
-	if dbURL == "" {
-		dbURL = session.DefaultDBURL(repo)
-	}
-	saver, err := session.OpenStore(t.Context(), dbURL, nil)
-	require.NoError(t, err)
-	defer saver.Close()
-	loaded, err := saver.Load(t.Context(), runID, -1)
+	loaded, err := reviewStore(t, repo, dbURL).Load(t.Context(), runID, -1)
 	require.NoError(t, err)
 	taskOf := map[string]string{} // interrupt ID -> task ID
 	var order []string
@@ -470,9 +473,7 @@ func TestReviewBusyRun(t *testing.T) {
 	repo, product := reviewSetup(t, 1, "")
 	runID := reviewRun(t, repo, product)
 
-	saver, err := session.OpenStore(t.Context(), session.DefaultDBURL(repo), nil)
-	require.NoError(t, err)
-	defer saver.Close()
+	saver := reviewStore(t, repo, "")
 	lease, err := saver.Acquire(t.Context(), runID, "pid 4242, host elsewhere", time.Now(), time.Minute)
 	require.NoError(t, err)
 

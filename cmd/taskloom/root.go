@@ -61,6 +61,7 @@ type app struct {
 // commands lists the constructors of taskloom's sub-commands.
 var commands = []func(*app) *cobra.Command{
 	newMigrateCmd,
+	newWorkerCmd,
 	newRunCmd,
 	newResumeCmd,
 	newDemoCmd,
@@ -175,6 +176,18 @@ func optsRunE(a *app, o runIDOpts) func(*cobra.Command, []string) error {
 		}
 		return o.Run(cmd.Context(), cmd, a.stdout)
 	}
+}
+
+// repoOpts are the options of a command on a repo: --repo, "." when
+// empty.
+type repoOpts struct{ Repo string }
+
+// Validate implements the command options contract.
+func (o *repoOpts) Validate() error {
+	if o.Repo == "" {
+		o.Repo = "."
+	}
+	return nil
 }
 
 // addStoreFlags adds --repo and --db: where the store that holds the runs

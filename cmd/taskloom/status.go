@@ -16,18 +16,10 @@ import (
 type statusOpts struct {
 	// RunID is the run to show; empty means the latest run on Repo.
 	RunID string
-	Repo  string
-	JSON  bool
+	repoOpts
+	JSON bool
 	// List lists the runs (taskloom runs) instead.
 	List bool
-}
-
-// Validate checks the options.
-func (o *statusOpts) Validate() error {
-	if o.Repo == "" {
-		o.Repo = "."
-	}
-	return nil
 }
 
 func newStatusCmd(a *app) *cobra.Command {
