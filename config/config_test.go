@@ -32,8 +32,8 @@ func TestValidate(t *testing.T) {
 			"task_size_limits.complexity_threshold: must be between 0 and 13, got 20"},
 		{"complexity_threshold low", func(c *Config) { c.TaskSizeLimits.ComplexityThreshold = -0.5 },
 			"task_size_limits.complexity_threshold: must be between 0 and 13, got -0.5"},
-		{"parallel_workers", func(c *Config) { c.ParallelWorkers = 0 },
-			"parallel_workers: must be at least 1, got 0"},
+		{"parallel_workers", func(c *Config) { c.ParallelWorkers = -1 },
+			"parallel_workers: must be at least 0, got -1"},
 		{"max_attempts", func(c *Config) { c.MaxAttempts = 0 },
 			"max_attempts: must be at least 1, got 0"},
 		{"model", func(c *Config) { c.Model = "gpt-4o" },
@@ -154,11 +154,11 @@ func TestValidate(t *testing.T) {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	c := Default()
-	c.ParallelWorkers = 0
+	c.ParallelWorkers = -2
 	c.TaskSizeLimits.ComplexityThreshold = 20
 	err := c.Validate()
 	require.EqualError(t, err, "task_size_limits.complexity_threshold: must be between 0 and 13, got 20; "+
-		"parallel_workers: must be at least 1, got 0")
+		"parallel_workers: must be at least 0, got -2")
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Len(t, ve.Problems, 2)

@@ -370,12 +370,12 @@ func TestLoadValidationSources(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{name: "file", file: `{"parallel_workers": 0}`,
-			want: `parallel_workers: must be at least 1, got 0 (from FILE)`},
-		{name: "env", env: map[string]string{"TASKLOOM_PARALLEL_WORKERS": "0"},
-			want: `parallel_workers: must be at least 1, got 0 (from TASKLOOM_PARALLEL_WORKERS)`},
-		{name: "flag", flags: []string{"--workers=0"},
-			want: `parallel_workers: must be at least 1, got 0 (from --workers)`},
+		{name: "file", file: `{"parallel_workers": -1}`,
+			want: `parallel_workers: must be at least 0, got -1 (from FILE)`},
+		{name: "env", env: map[string]string{"TASKLOOM_PARALLEL_WORKERS": "-1"},
+			want: `parallel_workers: must be at least 0, got -1 (from TASKLOOM_PARALLEL_WORKERS)`},
+		{name: "flag", flags: []string{"--workers=-1"},
+			want: `parallel_workers: must be at least 0, got -1 (from --workers)`},
 		{name: "nested file", file: `{"task_size_limits": {"complexity_threshold": 20}}`,
 			want: `task_size_limits.complexity_threshold: must be between 0 and 13, got 20 (from FILE)`},
 		{name: "list element", file: `{"agent": {"custom_modes": [{"slug": "Bad Slug", "name": "x"}]}}`,

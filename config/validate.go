@@ -30,7 +30,7 @@ func (c Config) Validate() error {
 	p.atLeast("task_size_limits.max_time_minutes", t.MaxTimeMinutes, 1)
 	p.between("task_size_limits.complexity_threshold", t.ComplexityThreshold, 0, 13)
 
-	p.atLeast("parallel_workers", c.ParallelWorkers, 1)
+	p.atLeast("parallel_workers", c.ParallelWorkers, 0)
 	p.atLeast("max_attempts", c.MaxAttempts, 1)
 	if _, err := llm.ParseSpec(c.Model); err != nil {
 		p = append(p, &KeyError{Key: "model", Rule: err.Error(), Err: err})

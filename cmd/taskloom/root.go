@@ -66,6 +66,7 @@ var commands = []func(*app) *cobra.Command{
 	newResumeCmd,
 	newDemoCmd,
 	newPlanCmd,
+	newReplanCmd,
 	newReviewCmd,
 	newStatusCmd,
 	newRunsCmd,

@@ -79,6 +79,9 @@ func jobConfig(c config.Config) config.Config {
 	return c
 }
 
+// WorkerName is this process as `taskloom worker` shows it, host:pid.
+func WorkerName() string { return queue.WorkerName() }
+
 // WorkOpts configures Work.
 type WorkOpts struct {
 	// Concurrency is how many attempts run at once.
@@ -96,21 +99,26 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 		return errors.New("taskloom worker needs the runs' PostgreSQL database: pass --db postgres://…")
 	}
 	var mu sync.Mutex
-	pipelines := map[string]*nodes.Pipeline{}
+	runs := map[string]*jobRun{}
+	get := func(ctx context.Context, a queue.Args) (*nodes.Pipeline, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r, ok := runs[a.RunID]; ok {
+			return r.p, nil
+		}
+		r, err := s.jobRun(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		runs[a.RunID] = r
+		return r.p, nil
+	}
 	stop, err := queue.Start(ctx, pool, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Logger: s.Logger,
 		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			p, ok := pipelines[a.RunID]
-			if !ok {
-				var err error
-				if p, err = s.jobPipeline(ctx, a); err != nil {
-					return nodes.AttemptResult{}, err
-				}
-				pipelines[a.RunID] = p
+			p, err := get(ctx, a)
+			if err != nil {
+				return nodes.AttemptResult{}, err
 			}
-			mu.Unlock()
-			defer mu.Lock()
 			return p.Work(ctx, a.Job)
 		}})
 	if err != nil {
@@ -118,22 +126,31 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	}
 	<-ctx.Done()
 	stop()
+	for _, r := range runs {
+		_ = r.s.mcp.Close()
+	}
 	return nil
 }
 
-// jobPipeline builds what runs the attempts of a job's run here: the
-// run's config and model, in this repo.
-func (s *Session) jobPipeline(ctx context.Context, a queue.Args) (*nodes.Pipeline, error) {
+// jobRun is what runs a run's attempts in a worker: the run's config in
+// its own session, and the pipeline built from it.
+type jobRun struct {
+	s *Session
+	p *nodes.Pipeline
+}
+
+// jobRun builds what runs the attempts of a job's run here: the run's
+// config and model, in this repo.
+func (s *Session) jobRun(ctx context.Context, a queue.Args) (*jobRun, error) {
 	var cfg config.Config
 	if err := json.Unmarshal(a.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("the job of %s/%s/%d carries an unreadable config: %w", a.RunID, a.TaskID, a.Attempt, err)
 	}
-	js := *s
-	js.Cfg = cfg
+	js := &Session{Cfg: cfg, Repo: s.Repo, DBURL: s.DBURL, Saver: s.Saver, Store: s.Store, Logger: s.Logger, flags: s.flags, stderr: s.stderr}
 	p, err := js.Pipeline(ctx, a.RunID, "", Meta{Model: a.Model, Workers: 1})
 	if err != nil {
 		return nil, err
 	}
 	p.Remote = cfg.Worker.Remote
-	return p, nil
+	return &jobRun{s: js, p: p}, nil
 }

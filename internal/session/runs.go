@@ -116,6 +116,11 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 		return out, err
 	}
 	defer unlock()
+	stop, err := s.distribute(ctx, p, meta)
+	if err != nil {
+		return out, err
+	}
+	defer stop()
 	metaJSON, _ := json.Marshal(meta)
 	out.View = s.show(o.View, out.RunID, meta)
 	out.View.Started(product, s.Repo, p.Repo.MainBranch(), false)
@@ -179,6 +184,11 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 		return out, err
 	}
 	defer unlock()
+	stop, err := s.distribute(ctx, p, meta)
+	if err != nil {
+		return out, err
+	}
+	defer stop()
 	v := s.show(o.View, run.ID, meta)
 	v.Started("", "", p.Repo.MainBranch(), true)
 	warnSandbox(o.Warn)

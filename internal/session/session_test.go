@@ -66,8 +66,8 @@ func TestLoadConfig(t *testing.T) {
 	t.Run("bad flag value names the flag", func(t *testing.T) {
 		cmd := &cobra.Command{Use: "run"}
 		cmd.Flags().Int("workers", 1, "")
-		require.NoError(t, cmd.ParseFlags([]string{"--workers", "0"}))
+		require.NoError(t, cmd.ParseFlags([]string{"--workers", "-1"}))
 		_, err := LoadConfig(cmd.Flags(), repo, "")
-		require.EqualError(t, err, "parallel_workers: must be at least 1, got 0 (from --workers)")
+		require.EqualError(t, err, "parallel_workers: must be at least 0, got -1 (from --workers)")
 	})
 }

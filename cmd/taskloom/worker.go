@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/taskloom/taskloom/internal/session"
+)
+
+func newWorkerCmd(a *app) *cobra.Command {
+	var repo string
+	var concurrency int
+	cmd := &cobra.Command{
+		Use:   "worker --db postgres://…",
+		Short: "Take task attempts from the runs' queue and run them in this clone",
+		Long: "Take task attempts from the queue in the runs' PostgreSQL database until stopped.\n" +
+			"Run it in a clone of the repo on any machine: each attempt's base commit is fetched\n" +
+			"from worker.remote (default origin), and its result pushed back there. Keys come\n" +
+			"from this process's environment.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if concurrency < 1 {
+				return usageError("--concurrency must be at least 1")
+			}
+			s, err := openSession(cmd.Context(), cmd, repo, "", false)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = s.Close() }()
+			fmt.Fprintf(a.stdout, "taskloom worker %s: taking attempts (%d at a time) until stopped\n", session.WorkerName(), concurrency)
+			return s.Work(cmd.Context(), session.WorkOpts{Concurrency: concurrency})
+		},
+	}
+	f := cmd.Flags()
+	f.String("db", "", "the runs' database: postgres://…")
+	f.StringVar(&repo, "repo", ".", "this machine's clone of the runs' repo")
+	f.IntVar(&concurrency, "concurrency", 1, "attempts to run at once")
+	return cmd
+}

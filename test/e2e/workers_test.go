@@ -1,0 +1,192 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/demo"
+	"github.com/taskloom/taskloom/store/storetest"
+)
+
+// These tests run the textkit example on several "machines" on this one:
+// a bare repo as the shared remote, the run's clone, and clones that run
+// `taskloom worker` against the run's PostgreSQL database.
+
+// fleet is a run's repo, its remote, and a fresh database.
+type fleet struct {
+	bin, remote, run, db string
+	pool                 *pgxpool.Pool
+}
+
+func newFleet(t *testing.T, lease string) *fleet {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the remote worker end-to-end tests run the whole pipeline; skipped with -short")
+	}
+	f := &fleet{bin: killBuild(t)}
+	dir := t.TempDir()
+	f.run, f.remote = filepath.Join(dir, "run"), filepath.Join(dir, "remote.git")
+	require.NoError(t, demo.Prepare(t.Context(), f.run))
+	cfgPath := filepath.Join(f.run, ".project-config.json")
+	cfg, err := os.ReadFile(cfgPath)
+	require.NoError(t, err)
+	cfg = bytes.Replace(cfg, []byte(`"parallel_workers": 2,`), []byte(`"parallel_workers": 2, "worker": {"lease": "`+lease+`"},`), 1)
+	require.NoError(t, os.WriteFile(cfgPath, cfg, 0o644))
+	killGit(t, f.run, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-am", "a short worker lease")
+	killGit(t, dir, "clone", "-q", "--bare", f.run, f.remote)
+	killGit(t, f.run, "remote", "add", "origin", f.remote)
+	// The first tasks are slow enough that a worker is caught holding one.
+	killSlowSession(t, filepath.Join(f.run, ".taskloom", "demo-session.json"), 3000,
+		`Task: T1 [\s\S]*Attempt: 1 of`, `Task: T2 [\s\S]*Attempt: 1 of`)
+	f.db = storetest.NewPostgresSchema(t)
+	f.pool, err = pgxpool.New(t.Context(), f.db)
+	require.NoError(t, err)
+	t.Cleanup(f.pool.Close)
+	return f
+}
+
+// worker starts `taskloom worker` in a new clone of the remote.
+func (f *fleet) worker(t *testing.T, name string) *exec.Cmd {
+	t.Helper()
+	clone := filepath.Join(filepath.Dir(f.run), name)
+	killGit(t, filepath.Dir(f.run), "clone", "-q", f.remote, clone)
+	cmd := exec.Command(f.bin, "worker", "--db", f.db)
+	cmd.Dir = clone
+	cmd.Env = killEnv("")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("worker %s:\n%s", name, out.String())
+		}
+	})
+	return cmd
+}
+
+// drive runs `taskloom run` with --workers n and returns its result.
+func (f *fleet) drive(t *testing.T, n int) killResult {
+	t.Helper()
+	return killExec(t, f.bin, f.run, "", "run", "PRODUCT.md", "--db", f.db, "--workers", fmt.Sprint(n))
+}
+
+// check asserts what every run of the fleet must end with: exit 0, each
+// task integrated exactly once, the commits of the attempts that remote
+// workers ran on the remote, and the example's tests passing on main.
+func (f *fleet) check(t *testing.T, res killResult) string {
+	t.Helper()
+	require.Equal(t, 0, res.Code, "%s", res)
+	runID := killRunID(t, res)
+	counts := killTrailers(t, f.run, runID)
+	for _, id := range killTasks {
+		require.Equal(t, 1, counts[id], "task %s integrated %d times", id, counts[id])
+	}
+	refs := killGit(t, f.remote, "for-each-ref", "--format=%(refname)", "refs/taskloom/attempts/"+runID+"/")
+	rows, err := f.pool.Query(t.Context(), `SELECT args->>'task_id', args->>'attempt' FROM river_job
+		WHERE state = 'completed' AND attempted_by[array_length(attempted_by, 1)] NOT LIKE '%/' || $1 AND (metadata->'output'->'attempt'->>'changed')::bool`, runID)
+	require.NoError(t, err)
+	remote := 0
+	for rows.Next() {
+		var task, attempt string
+		require.NoError(t, rows.Scan(&task, &attempt))
+		require.Contains(t, refs, "refs/taskloom/attempts/"+runID+"/"+task+"/"+attempt+"\n", "attempt %s/%s of a remote worker on the remote", task, attempt)
+		remote++
+	}
+	require.NoError(t, rows.Err())
+	require.NotZero(t, remote, "no attempt ran on a remote worker")
+	require.NotEmpty(t, killGoTest(t, f.run))
+	return runID
+}
+
+func hostName(t *testing.T) string {
+	h, err := os.Hostname()
+	require.NoError(t, err)
+	return h
+}
+
+func TestRemoteWorkersSurviveAKilledWorker(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, "3s")
+	w1 := f.worker(t, "w1")
+	f.worker(t, "w2")
+	victim := fmt.Sprintf("%s:%d", hostName(t), w1.Process.Pid)
+
+	// Kill w1 (-9) as soon as it holds an attempt.
+	var killedJob int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		for ctx.Err() == nil {
+			if f.pool.QueryRow(ctx, `SELECT job_id FROM attempt_leases WHERE worker = $1`, victim).Scan(&killedJob) == nil {
+				_ = syscall.Kill(-w1.Process.Pid, syscall.SIGKILL)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	res := f.drive(t, 0)
+	wg.Wait()
+	require.NotZero(t, killedJob, "worker w1 never held an attempt")
+	f.check(t, res)
+
+	// River ran the killed worker's job again, on the other worker.
+	var tries int
+	var errs []string
+	var by []string
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT attempt, array(SELECT e->>'error' FROM unnest(errors) e), attempted_by FROM river_job WHERE id = $1`, killedJob).
+		Scan(&tries, &errs, &by))
+	require.GreaterOrEqual(t, tries, 2, "the killed worker's job was not retried")
+	require.Contains(t, strings.Join(errs, "\n"), "worker "+victim+" stopped renewing its lease")
+	require.NotEqual(t, victim, by[len(by)-1], "the retry ran on the worker that died")
+}
+
+func TestRemoteAndInProcessWorkers(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, "30s")
+	remote := f.worker(t, "w1")
+	res := f.drive(t, 1)
+	runID := f.check(t, res)
+	rows, err := f.pool.Query(t.Context(), `SELECT DISTINCT attempted_by[array_length(attempted_by, 1)] FROM river_job WHERE state = 'completed'`)
+	require.NoError(t, err)
+	var clients []string
+	for rows.Next() {
+		var c string
+		require.NoError(t, rows.Scan(&c))
+		clients = append(clients, c)
+	}
+	require.NoError(t, rows.Err())
+	require.ElementsMatch(t, []string{fmt.Sprintf("%s:%d", hostName(t), remote.Process.Pid), ""}, replaceRunWorker(clients, runID),
+		"attempts ran both on the remote worker and in the run's process")
+}
+
+// replaceRunWorker blanks the run's own worker (host:pid/RUN_ID), whose
+// pid the test does not know.
+func replaceRunWorker(clients []string, runID string) []string {
+	out := make([]string, len(clients))
+	for i, c := range clients {
+		if !strings.HasSuffix(c, "/"+runID) {
+			out[i] = c
+		}
+	}
+	return out
+}
