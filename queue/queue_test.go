@@ -94,7 +94,9 @@ func TestRemoteWorkerRunsAndPushesAnAttempt(t *testing.T) {
 	// The worker counts among the run's slots; another run's own workers
 	// do not.
 	other, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "driver:9", RunID: "r9", Concurrency: 3,
-		Run: func(context.Context, queue.Args) (nodes.AttemptResult, error) { return nodes.AttemptResult{}, queue.ErrElsewhere }})
+		Run: func(context.Context, queue.Args) (nodes.AttemptResult, error) {
+			return nodes.AttemptResult{}, queue.ErrElsewhere
+		}})
 	require.NoError(t, err)
 	n, err := queue.Slots(ctx, db, "r1")
 	require.NoError(t, err)
