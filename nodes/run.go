@@ -34,8 +34,45 @@ type Runner struct {
 	LeaseTTL time.Duration
 	Clock    graph.Clock
 	Logger   *slog.Logger
+	// Sync, when set, mirrors the run's tasks elsewhere (an issue
+	// tracker): it hears every update of the tasks, and all of them when
+	// a run resumes, so that it catches up.
+	Sync TaskSync
 
 	compiled *graph.Runnable[State]
+}
+
+// TaskSync mirrors tasks outside the store. Tasks must not block: a sync
+// that is slow or down never slows or fails the run.
+type TaskSync interface {
+	Tasks(runID string, tasks []planner.Task)
+	// Drain waits for what was handed on, at most until ctx ends.
+	Drain(ctx context.Context) error
+}
+
+// syncDrainWait bounds how long a run that stops waits for its sync.
+const syncDrainWait = 5 * time.Second
+
+// synced returns opts whose EventFunc also hands each update's tasks to
+// the sync.
+func (r *Runner) synced(runID string, opts *graph.RunOpts) *graph.RunOpts {
+	if r.Sync == nil {
+		return opts
+	}
+	o := graph.RunOpts{}
+	if opts != nil {
+		o = *opts
+	}
+	next := o.EventFunc
+	o.EventFunc = func(e graph.Event) {
+		if u, ok := e.Update.(State); ok && e.Kind == graph.EventUpdate && u.Tasks.Len() > 0 {
+			r.Sync.Tasks(runID, u.Tasks.Values())
+		}
+		if next != nil {
+			next(e)
+		}
+	}
+	return &o
 }
 
 // Runnable returns the compiled pipeline graph.
@@ -78,7 +115,7 @@ func (r *Runner) Start(ctx context.Context, run Run, opts *graph.RunOpts) (graph
 	if err := r.Registry.CreateRun(ctx, run); err != nil {
 		return graph.Result[State]{}, err
 	}
-	res, err := g.Invoke(ctx, run.ID, in, opts)
+	res, err := g.Invoke(ctx, run.ID, in, r.synced(run.ID, opts))
 	return res, r.finish(ctx, run.ID, res, err)
 }
 
@@ -94,7 +131,14 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts *graph.RunOpts) 
 	// worktrees), and the interrupted step needs its tries' worktrees
 	// (implement resumes in them, verify tests and integrates them). The
 	// nodes that run with nothing in flight remove them (cleanWorktrees).
-	res, err := g.Continue(ctx, runID, opts)
+	if r.Sync != nil {
+		// What the sync missed while it was down, or the process was
+		// gone, is handed on again.
+		if st, err := g.State(ctx, runID, -1); err == nil && st.State.Tasks.Len() > 0 {
+			r.Sync.Tasks(runID, st.State.Tasks.Values())
+		}
+	}
+	res, err := g.Continue(ctx, runID, r.synced(runID, opts))
 	return res, r.finish(ctx, runID, res, err)
 }
 
@@ -124,6 +168,13 @@ func (r *Runner) finish(ctx context.Context, runID string, res graph.Result[Stat
 	}
 	if serr := r.Registry.SetRunStatus(sctx, runID, status); serr != nil && err == nil {
 		err = serr
+	}
+	if r.Sync != nil {
+		dctx, cancel := context.WithTimeout(sctx, syncDrainWait)
+		if derr := r.Sync.Drain(dctx); derr != nil {
+			r.log().WarnContext(ctx, "task sync behind", slog.String("run_id", runID), slog.Any("error", derr))
+		}
+		cancel()
 	}
 	if r.Pipeline.Repo != nil {
 		// The worktrees parked for the run's next attempts are not needed
