@@ -190,3 +190,46 @@ func replaceRunWorker(clients []string, runID string) []string {
 	}
 	return out
 }
+
+func TestRunKilledWhileRemoteWorkersWork(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, "30s")
+	f.worker(t, "w1")
+	f.worker(t, "w2")
+
+	// The run is killed (-9) while a worker holds one of its attempts.
+	cmd := exec.Command(f.bin, "run", "PRODUCT.md", "--db", f.db, "--workers", "0")
+	cmd.Dir, cmd.Env = f.run, killEnv("")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	var job int64
+	require.Eventually(t, func() bool {
+		return f.pool.QueryRow(t.Context(), `SELECT job_id FROM attempt_leases LIMIT 1`).Scan(&job) == nil
+	}, 2*time.Minute, 20*time.Millisecond, "no worker took an attempt: %s", &out)
+	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL))
+	_ = cmd.Wait()
+	runID := killRunIDPattern.FindStringSubmatch(out.String())[1]
+
+	// The workers finish what they hold without the run.
+	require.Eventually(t, func() bool {
+		var state string
+		return f.pool.QueryRow(t.Context(), `SELECT state FROM river_job WHERE id = $1`, job).Scan(&state) == nil && state == "completed"
+	}, 2*time.Minute, 50*time.Millisecond)
+
+	// The resume takes their results instead of running them again.
+	res := killExec(t, f.bin, f.run, "", killResumeArgs(runID, f.run, f.db)...)
+	require.Equal(t, 0, res.Code, "%s", res)
+	counts := killTrailers(t, f.run, runID)
+	for _, id := range killTasks {
+		require.Equal(t, 1, counts[id], "task %s integrated %d times", id, counts[id])
+	}
+	var tries, jobs int
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT attempt FROM river_job WHERE id = $1`, job).Scan(&tries))
+	require.Equal(t, 1, tries, "the attempt finished while the run was down was run again")
+	require.NoError(t, f.pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job j WHERE EXISTS (SELECT 1 FROM river_job k
+		WHERE k.id <> j.id AND k.args->>'run_id' = j.args->>'run_id' AND k.args->>'task_id' = j.args->>'task_id' AND k.args->>'attempt' = j.args->>'attempt')`).Scan(&jobs))
+	require.Zero(t, jobs, "an attempt was queued twice")
+	require.NotEmpty(t, killGoTest(t, f.run))
+}
