@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 )
 
@@ -342,4 +344,19 @@ func (s *Syncer) ensureProject(ctx context.Context, id, runID string) error {
 // issueTitle is "ID: title".
 func issueTitle(t planner.Task) string {
 	return t.ID + ": " + t.Title
+}
+
+// Attach sets r.Sync to the Linear sync of cfg when it is on, and returns
+// the Syncer for its owner to Close (nil when off). A sync that is on
+// without its key is said once on warnings; the run goes on without it.
+func Attach(r *nodes.Runner, cfg config.Config, warnings io.Writer, logger *slog.Logger) *Syncer {
+	s, err := FromConfig(cfg, logger)
+	if err != nil {
+		fmt.Fprintf(warnings, "taskloom: warning: %v\n", err)
+		return nil
+	}
+	if s != nil {
+		r.Sync = s
+	}
+	return s
 }
