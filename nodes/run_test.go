@@ -223,3 +223,36 @@ func TestStoreReportsUndecodableHistory(t *testing.T) {
 	_, err = s.Conversations(ctx, "r", "T1")
 	require.ErrorContains(t, err, `conversation id "bad" is not r/TASK_ID/ATTEMPT`)
 }
+
+// A process that dies right after an attempt committed (a panic in the
+// node, which the graph does not checkpoint) leaves the attempt's worktree
+// behind; resumed, the same attempt goes on there, where its commit
+// already is, and is integrated once.
+func TestAttemptResumesInItsWorktreeAfterACrash(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo, "calc/add_test.go": addTestGo}}}
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go")))
+	crashed := false
+	p.CrashFunc = func(point string) {
+		if point == "implement:after_commit" && !crashed {
+			crashed = true
+			panic("killed after the commit")
+		}
+	}
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	_, err := h.runner.Start(context.Background(), Run{ID: testRunID, Repo: dir}, h.opts())
+	require.ErrorContains(t, err, "killed after the commit")
+	require.Equal(t, RunFailed, h.status())
+
+	res, err := h.runner.Resume(context.Background(), testRunID, h.opts())
+	require.NoError(t, err)
+	require.Equal(t, RunCompleted, h.status(), logText(res.State))
+	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the same attempt, integrated once")
+	require.Len(t, w.jobs, 2)
+	require.True(t, w.jobs[0].Restart)
+	require.False(t, w.jobs[1].Restart, "the worker resumes its conversation in the attempt's worktree")
+	rec, _ := res.State.Attempts.Get("T1/1")
+	require.True(t, rec.Changed, "the commit made before the crash counts")
+	require.Equal(t, addGo, showFile(t, dir, "main", "calc/add.go"))
+}
