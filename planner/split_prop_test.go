@@ -128,43 +128,67 @@ func randomTask(rng *rand.Rand, id string) RawTask {
 func TestSplitProperties(t *testing.T) {
 	t.Parallel()
 	for seed := range uint64(300) {
-		rng := rand.New(rand.NewPCG(seed, 42))
-		var tasks []RawTask
-		for i := range 3 {
-			tasks = append(tasks, randomTask(rng, fmt.Sprintf("T%d", i+1)))
+		checkSplitSeed(t, seed, []float64{5, 3, 1.5}[seed%3])
+	}
+}
+
+// FuzzSplit checks the split rules on random tasks from any seed and
+// threshold: go test ./planner -run '^$' -fuzz '^FuzzSplit$' -fuzztime 20s.
+func FuzzSplit(f *testing.F) {
+	f.Add(uint64(7), 5.0)
+	f.Add(uint64(11), 1.0)
+	f.Fuzz(func(t *testing.T, seed uint64, threshold float64) {
+		if !(threshold >= 0 && threshold <= MaxTotal) {
+			return
 		}
-		// Created files have one creator across the plan.
-		created := map[string]bool{}
-		for i := range tasks {
-			var keep []string
-			for _, f := range tasks[i].FilesToCreate {
-				if !created[f] {
-					created[f] = true
-					keep = append(keep, f)
-				} else {
-					tasks[i].FilesToModify = append(tasks[i].FilesToModify, f)
-				}
+		checkSplitSeed(t, seed, threshold)
+	})
+}
+
+// checkSplitSeed builds three random tasks from seed and checks the split
+// rules on each task that was split.
+func checkSplitSeed(t *testing.T, seed uint64, threshold float64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 42))
+	var tasks []RawTask
+	for i := range 3 {
+		tasks = append(tasks, randomTask(rng, fmt.Sprintf("T%d", i+1)))
+	}
+	// Created files have one creator across the plan.
+	created := map[string]bool{}
+	for i := range tasks {
+		var keep []string
+		for _, f := range tasks[i].FilesToCreate {
+			if !created[f] {
+				created[f] = true
+				keep = append(keep, f)
+			} else {
+				tasks[i].FilesToModify = append(tasks[i].FilesToModify, f)
 			}
-			tasks[i].FilesToCreate = keep
 		}
-		limits := DefaultLimits()
-		limits.ComplexityThreshold = []float64{5, 3, 1.5}[seed%3]
-		opts := &Opts{Limits: &limits}
-		p, err := Build(rawPlan(tasks...), opts)
-		if err != nil {
-			// Tasks may depend on each other through files in a cycle;
-			// the parts of one task never do.
-			var ce *CycleError
-			require.ErrorAs(t, err, &ce, "seed %d", seed)
-			for _, c := range ce.Cycles {
-				require.NotEqual(t, rootID(p.Task(c[0])), rootID(p.Task(c[1])), "seed %d: a cycle inside one task's parts: %v", seed, c)
+		tasks[i].FilesToCreate = keep
+	}
+	limits := DefaultLimits()
+	limits.ComplexityThreshold = threshold
+	opts := &Opts{Limits: &limits}
+	p, err := Build(rawPlan(tasks...), opts)
+	if err != nil {
+		// Tasks may depend on each other through files in a cycle; the
+		// parts of one task never do.
+		var ce *CycleError
+		require.ErrorAs(t, err, &ce, "seed %d", seed)
+		for _, c := range ce.Cycles {
+			roots := map[string]bool{}
+			for _, id := range c {
+				roots[rootID(p.Task(id))] = true
 			}
-			continue
+			require.Greater(t, len(roots), 1, "seed %d: a cycle inside one task's parts: %v", seed, c)
 		}
-		for _, rt := range tasks {
-			if len(leavesOf(p, rt.ID)) > 0 {
-				requireSplitQuality(t, p, rt, resolvedT(t, opts))
-			}
+		return
+	}
+	for _, rt := range tasks {
+		if len(leavesOf(p, rt.ID)) > 0 {
+			requireSplitQuality(t, p, rt, resolvedT(t, opts))
 		}
 	}
 }
