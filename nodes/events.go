@@ -357,4 +357,7 @@ type WorkerStatus struct {
 	Attempt  int        `json:"attempt"`
 	Since    *time.Time `json:"since"`
 	Activity string     `json:"activity"`
+	// Host is the worker process that holds the attempt, host:pid, when
+	// the run's attempts go through the queue.
+	Host string `json:"host,omitempty"`
 }

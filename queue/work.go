@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -271,6 +272,11 @@ type Lease struct {
 func Leases(ctx context.Context, pool *pgxpool.Pool, runID string) ([]Lease, error) {
 	rows, err := pool.Query(ctx, `SELECT task_id, attempt, worker, tool, summary FROM attempt_leases
 		WHERE run_id = $1 AND expires_at >= now() ORDER BY task_id, attempt`, runID)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" {
+		// A database from before the queue: no attempt is held there.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

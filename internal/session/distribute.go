@@ -64,6 +64,16 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 		}})
 }
 
+// Leases returns the workers' holds on a run's in-flight attempts, with
+// what each is doing; none when the store is SQLite.
+func (s *Session) Leases(ctx context.Context, runID string) ([]queue.Lease, error) {
+	pool := s.pool()
+	if pool == nil {
+		return nil, nil
+	}
+	return queue.Leases(ctx, pool, runID)
+}
+
 // pool is the PostgreSQL store's connection pool, or nil for SQLite.
 func (s *Session) pool() *pgxpool.Pool {
 	if pg, ok := s.Saver.(*postgres.Driver); ok {

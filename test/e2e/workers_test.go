@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -208,9 +209,13 @@ func TestRunKilledWhileRemoteWorkersWork(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return f.pool.QueryRow(t.Context(), `SELECT job_id FROM attempt_leases LIMIT 1`).Scan(&job) == nil
 	}, 2*time.Minute, 20*time.Millisecond, "no worker took an attempt: %s", &out)
+	runID := killRunIDPattern.FindStringSubmatch(out.String())[1]
+	// status names the worker that holds it.
+	st := killExec(t, f.bin, f.run, "", "status", runID, "--db", f.db, "--json")
+	require.Equal(t, 0, st.Code, "%s", st)
+	require.Regexp(t, `"host": *"`+regexp.QuoteMeta(hostName(t))+`:[0-9]+"`, st.Stdout)
 	require.NoError(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL))
 	_ = cmd.Wait()
-	runID := killRunIDPattern.FindStringSubmatch(out.String())[1]
 
 	// The workers finish what they hold without the run.
 	require.Eventually(t, func() bool {
