@@ -174,3 +174,43 @@ func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
 	require.Len(t, errs, 1)
 	require.Contains(t, errs[0], "worker box-a:7 stopped renewing its lease")
 }
+
+func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
+	ctx := context.Background()
+	_, runDir, workerDir := repos(t)
+	db := pool(t)
+	run, good := open(t, runDir), open(t, workerDir)
+	lost := filepath.Join(t.TempDir(), "lost")
+	git(t, filepath.Dir(lost), "clone", "-q", runDir, lost)
+	git(t, lost, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "gone.git"))
+	bad := open(t, lost)
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Lease: 5 * time.Second, Poll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	// The base is a commit the lost clone lacks: it must fetch it.
+	git(t, runDir, "commit", "-q", "--allow-empty", "-m", "moved on")
+	j := job(t, run, "r3", "T1")
+
+	stopBad, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "lost:1", Poll: 100 * time.Millisecond,
+		Run: work(&nodes.Pipeline{Repo: bad, Worker: writer(nil), Remote: "origin"})})
+	require.NoError(t, err)
+	defer stopBad()
+	// The lost worker fails the job first.
+	var id int64
+	first, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = d.Dispatch(first, j, func(nodes.Activity) {}) }()
+	require.Eventually(t, func() bool {
+		return db.QueryRow(ctx, `SELECT id FROM river_job WHERE array_length(errors, 1) >= 1`).Scan(&id) == nil
+	}, 20*time.Second, 500*time.Millisecond)
+	stopGood, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "good:2", Poll: 100 * time.Millisecond,
+		Run: work(&nodes.Pipeline{Repo: good, Worker: writer(nil), Remote: "origin"})})
+	require.NoError(t, err)
+	defer stopGood()
+	stopBad()
+	res, err := d.Dispatch(ctx, j, func(nodes.Activity) {})
+	require.NoError(t, err)
+	require.Equal(t, "good:2", res.Worker)
+	var errs []string
+	require.NoError(t, db.QueryRow(ctx, `SELECT array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job WHERE id = $1`, id).Scan(&errs))
+	require.Contains(t, errs[0], "worker lost:1: fetch refs/taskloom/bases/r3/T1/1 from origin")
+}
