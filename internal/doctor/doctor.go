@@ -18,6 +18,7 @@ import (
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/llm"
+	"github.com/taskloom/taskloom/store/postgres"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -71,6 +72,9 @@ func Run(ctx context.Context, repo string, load LoadFunc) ([]Check, error) {
 		r.add("config", "ok", "%s", configSource(root))
 	}
 	r.checkStore(ctx, cfg, root, rerr == nil)
+	if rerr == nil {
+		r.checkWorkers(ctx, cfg, root)
+	}
 	r.checkModel(cfg)
 	r.checkVerify(ctx, cfg)
 
@@ -134,6 +138,28 @@ func (r *report) checkStore(ctx context.Context, cfg config.Config, root string,
 	}
 	_ = s.Close()
 	r.add("store", "ok", "%s is reachable", config.RedactURL(url))
+}
+
+// checkWorkers says where a run's attempts go: with a PostgreSQL store and
+// the shared remote, to the queue that `taskloom worker` processes on any
+// machine take them from, which needs the remote reachable from here.
+func (r *report) checkWorkers(ctx context.Context, cfg config.Config, root string) {
+	if !postgres.IsURL(cfg.Database.URL) {
+		return
+	}
+	remote := cfg.Worker.Remote
+	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "config", "--get", "remote." + remote + ".url"}, Dir: root, Env: worktree.GitEnv()})
+	url := strings.TrimSpace(res.Stdout)
+	if err != nil || res.ExitCode != 0 || url == "" {
+		r.add("workers", "warn", "the repo has no remote %q (worker.remote): attempts run in this process only; add the remote that `taskloom worker` clones share to spread them", remote)
+		return
+	}
+	res, err = proc.Run(ctx, proc.Cmd{Args: []string{"git", "ls-remote", "--heads", remote}, Dir: root, Env: worktree.GitEnv(), Timeout: 15 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		r.add("workers", "fail", "cannot reach remote %s (%s): %s; attempts' bases are pushed there for `taskloom worker`", remote, config.RedactURL(url), session.FirstLine(res.Stderr))
+		return
+	}
+	r.add("workers", "ok", "attempts go to the queue in the database; `taskloom worker` clones fetch from and push to %s (%s)", remote, config.RedactURL(url))
 }
 
 func (r *report) checkModel(cfg config.Config) {
