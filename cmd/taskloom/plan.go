@@ -74,7 +74,7 @@ func (o *planOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) err
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	p, perr := session.Plan(ctx, cfg, session.PlanOpts{Product: o.Product, Tasks: o.Tasks, GetenvFunc: o.GetenvFunc, Logger: o.Logger})
+	p, perr := session.Plan(ctx, cfg, session.PlanOpts{Product: o.Product, Tasks: o.Tasks, GetenvFunc: o.GetenvFunc, Logger: o.Logger, Repo: o.Repo})
 	if p == nil {
 		return fmt.Errorf("plan: %w", perr)
 	}

@@ -67,6 +67,7 @@ var commands = []func(*app) *cobra.Command{
 	newDemoCmd,
 	newPlanCmd,
 	newReplanCmd,
+	newReplanCmd,
 	newReviewCmd,
 	newStatusCmd,
 	newRunsCmd,

@@ -103,7 +103,7 @@ func (s *Session) Pipeline(ctx context.Context, runID, productPath string, meta 
 	model := sync.OnceValues(func() (llms.Model, error) { return llm.New(ctx, meta.Model, LLMOpts(cfg, s.onWait)) })
 	limits := PlannerLimits(cfg)
 	popts := &planner.Opts{Limits: &limits, Workers: meta.Workers, MaxAttempts: cfg.MaxAttempts, Logger: s.Logger,
-		ScheduleFunc: scheduler.PlanSchedule}
+		ScheduleFunc: scheduler.PlanSchedule, Repo: s.Repo, ProductName: productPath}
 	sandbox := worktree.ConfineOpts{EnvAllow: cfg.Sandbox.EnvAllow, Network: cfg.Sandbox.Network}
 	confine := func(dir string) (proc.Confinement, error) { return repo.Confine(dir, sandbox) }
 	vopts := &verify.Opts{Timeout: cfg.Verify.Timeout.Duration, ConfineFunc: confine}

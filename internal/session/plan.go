@@ -14,6 +14,7 @@ import (
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // PlanOpts says what Plan plans: a PRODUCT.md or, instead, a raw tasks
@@ -25,6 +26,9 @@ type PlanOpts struct {
 	GetenvFunc func(string) string
 	// Logger receives the breakdown's warnings; nil discards them.
 	Logger *slog.Logger
+	// Repo is a folder of the repository the plan is for; "" or a folder
+	// outside git means none (see planner.Opts.Repo).
+	Repo string
 }
 
 // Plan builds the plan a run of cfg would make. A PRODUCT.md without an
@@ -35,6 +39,11 @@ func Plan(ctx context.Context, cfg config.Config, o PlanOpts) (*planner.Plan, er
 	limits := PlannerLimits(cfg)
 	popts := &planner.Opts{Limits: &limits, Workers: cfg.ParallelWorkers, MaxAttempts: cfg.MaxAttempts, Logger: o.Logger,
 		ScheduleFunc: scheduler.PlanSchedule}
+	if o.Repo != "" {
+		if root, err := worktree.FindRoot(ctx, o.Repo); err == nil {
+			popts.Repo = root
+		}
+	}
 	var p *planner.Plan
 	var perr error
 	if o.Tasks != "" {
