@@ -165,16 +165,19 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if err := l.take(ctx); err != nil {
 		return fmt.Errorf("worker %s: take the lease of attempt %s/%s/%d: %w", w.opts.Name, a.RunID, a.TaskID, a.Attempt, err)
 	}
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		l.renew(wctx)
+		l.renew(wctx, cancel)
 	}()
 	wctx = nodes.WithActivityFunc(wctx, l.report)
 	w.opts.Logger.InfoContext(ctx, "attempt taken", slog.String("run", a.RunID), slog.String("task", a.TaskID), slog.Int("attempt", a.Attempt), slog.Int("try", job.Attempt))
 	res, err := w.opts.Run(wctx, a)
-	cancel()
+	if cause := context.Cause(wctx); errors.Is(cause, errLeaseLost) {
+		err = cause
+	}
+	cancel(nil)
 	<-done
 	l.drop(ctx)
 	if errors.Is(err, ErrElsewhere) {
@@ -220,10 +223,15 @@ func (h *holder) report(a nodes.Activity) {
 	}
 }
 
+// errLeaseLost stops an attempt whose lease the run took back: another
+// worker has it now.
+var errLeaseLost = errors.New("the run took this attempt back after the lease lapsed; another worker has it")
+
 // renew extends the lease a third of its length before it would lapse, and
 // writes the latest activity as it changes (at most a few times a second),
-// until ctx is done.
-func (h *holder) renew(ctx context.Context) {
+// until ctx is done. A lease that is gone (the run took the attempt back)
+// stops the attempt through lost.
+func (h *holder) renew(ctx context.Context, lost context.CancelCauseFunc) {
 	t := time.NewTicker(h.ttl / 3)
 	defer t.Stop()
 	for {
@@ -245,12 +253,16 @@ func (h *holder) renew(ctx context.Context) {
 		if tool == "" {
 			tool, summary = "worker", "starting"
 		}
-		_, err := h.pool.Exec(ctx, `UPDATE attempt_leases SET expires_at = now() + $2 * interval '1 millisecond', tool = $3, summary = $4, updated_at = now()
+		tag, err := h.pool.Exec(ctx, `UPDATE attempt_leases SET expires_at = now() + $2 * interval '1 millisecond', tool = $3, summary = $4, updated_at = now()
 			WHERE job_id = $1 AND worker = $5`, h.job, h.ttl.Milliseconds(), tool, summary, h.worker)
-		if err != nil && !errors.Is(err, context.Canceled) {
+		if err != nil {
 			// The database is away: the next tick tries again, and the
 			// run hands the attempt elsewhere if it stays away.
 			continue
+		}
+		if tag.RowsAffected() == 0 {
+			lost(errLeaseLost)
+			return
 		}
 	}
 }
