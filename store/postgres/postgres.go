@@ -132,7 +132,7 @@ func (p *Driver) Migrate(ctx context.Context) (*migrations.Result, error) {
 		return nil, fmt.Errorf("river: %w", err)
 	}
 	for _, v := range rres.Versions {
-		res.Versions = append(res.Versions, migrations.AppliedVersion{Version: v.Version, Name: "river_" + v.Name, Duration: v.Duration})
+		res.Versions = append(res.Versions, migrations.AppliedVersion{Version: v.Version, Name: "river_" + strings.ReplaceAll(v.Name, " ", "_"), Duration: v.Duration})
 	}
 	return res, nil
 }
