@@ -23,8 +23,7 @@ type replanOpts struct {
 
 func (o *replanOpts) Validate() error { return nil }
 
-// Run plans the edited PRODUCT.md against the run and prints the
-// difference; with --apply it records it for resume.
+// Run prints the difference an edited PRODUCT.md makes to the run.
 func (o *replanOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
 	s, err := openSession(ctx, cmd, o.Repo, "", false)
 	if err != nil {
@@ -41,9 +40,9 @@ func (o *replanOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 	}
 	limits := session.PlannerLimits(s.Cfg)
 	popts := &planner.Opts{Limits: &limits, Workers: meta.Workers, MaxAttempts: s.Cfg.MaxAttempts, Repo: run.Repo, ScheduleFunc: scheduler.PlanSchedule}
+	model := func() (llms.Model, error) { return llm.New(ctx, meta.Model, session.LLMOpts(s.Cfg, nil)) }
 	plan := func(ctx context.Context, current []planner.Task) (*planner.Plan, error) {
 		popts.CurrentTasks = current
-		model := func() (llms.Model, error) { return llm.New(ctx, meta.Model, session.LLMOpts(s.Cfg, nil)) }
 		return planner.FromProductFile(ctx, model, o.Product, popts)
 	}
 	res, err := nodes.Replan(ctx, g, o.RunID, plan, &nodes.ReplanOpts{Apply: o.Apply, FollowUps: o.FollowUp, Planner: popts})
@@ -53,15 +52,14 @@ func (o *replanOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 	if o.JSON {
 		return writeJSON(w, res)
 	}
-	fmt.Fprintf(w, "replan of run %s with %s:\n", o.RunID, o.Product)
 	if err := res.WriteText(w); err != nil {
 		return err
 	}
-	if !res.Applied {
-		_, err = fmt.Fprintf(w, "nothing recorded: add --apply to record this replan\n")
-		return err
+	next := "nothing recorded: add --apply to record this replan\n"
+	if res.Applied {
+		next = fmt.Sprintf("recorded as checkpoint %d; continue with: taskloom resume %s\n", res.Checkpoint, o.RunID)
 	}
-	_, err = fmt.Fprintf(w, "recorded as checkpoint %d; continue with: taskloom resume %s\n", res.Checkpoint, o.RunID)
+	_, err = io.WriteString(w, next)
 	return err
 }
 
