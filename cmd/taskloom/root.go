@@ -67,7 +67,6 @@ var commands = []func(*app) *cobra.Command{
 	newDemoCmd,
 	newPlanCmd,
 	newReplanCmd,
-	newReplanCmd,
 	newReviewCmd,
 	newStatusCmd,
 	newRunsCmd,
