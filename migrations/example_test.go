@@ -43,8 +43,9 @@ func ExampleMigrator_Migrate() {
 	}
 	// Output:
 	// applied 001_init
-	// at version 1
-	// at version 1
+	// applied 002_attempt_leases
+	// at version 2
+	// at version 2
 }
 
 // Parse refuses a set of migrations with a gap.

@@ -235,7 +235,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 		var ne *migrations.NewerSchemaError
 		require.ErrorAs(t, err, &ne)
 		require.Equal(t, 42, ne.Version)
-		require.EqualError(t, err, "database schema is at version 42, newer than this taskloom (1); upgrade taskloom")
+		require.EqualError(t, err, "database schema is at version 42, newer than this taskloom (2); upgrade taskloom")
 	})
 }
 

@@ -50,12 +50,12 @@ func TestMigrateSQLiteDefaultPath(t *testing.T) {
 
 	code, out, errOut := runCLI(t, "migrate")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
-	require.Equal(t, "applied 001_init\nschema is up to date at version 1\n", out)
+	require.Equal(t, "applied 001_init\napplied 002_attempt_leases\nschema is up to date at version 2\n", out)
 	require.FileExists(t, filepath.Join(repo, ".taskloom", "taskloom.db"))
 
 	code, out, errOut = runCLI(t, "migrate")
 	require.Equal(t, 0, code, "stderr: %s", errOut)
-	require.Equal(t, "schema is up to date at version 1\n", out)
+	require.Equal(t, "schema is up to date at version 2\n", out)
 
 	exclude, err := os.ReadFile(filepath.Join(repo, ".git", "info", "exclude"))
 	require.NoError(t, err)
@@ -66,8 +66,8 @@ func TestMigrateSQLiteURL(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "store.db")
 	for i, want := range []string{
-		"applied 001_init\nschema is up to date at version 1\n",
-		"schema is up to date at version 1\n",
+		"applied 001_init\napplied 002_attempt_leases\nschema is up to date at version 2\n",
+		"schema is up to date at version 2\n",
 	} {
 		code, out, errOut := runCLI(t, "migrate", "--db", "sqlite://"+path)
 		require.Equal(t, 0, code, "run %d: stderr: %s", i, errOut)
@@ -107,7 +107,7 @@ func TestMigrateNewerSchema(t *testing.T) {
 	code, out, errOut := runCLI(t, "migrate", "--db", path)
 	require.Equal(t, 1, code)
 	require.Empty(t, out)
-	require.Contains(t, errOut, "database schema is at version 7, newer than this taskloom (1); upgrade taskloom")
+	require.Contains(t, errOut, "database schema is at version 7, newer than this taskloom (2); upgrade taskloom")
 	require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %q", errOut)
 }
 

@@ -1,0 +1,2 @@
+DROP TABLE attempt_workers;
+DROP TABLE attempt_leases;
