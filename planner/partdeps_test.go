@@ -12,7 +12,8 @@ func TestDependOnPart(t *testing.T) {
 	p := build(t, rawPlan(bigTask("T1"), rt("T2", "T1-b")), nil)
 	require.Equal(t, []string{"T1-a", "T1-b", "T1-c", "T2"}, ids(p.Tasks))
 	require.Equal(t, []string{"T1-b"}, p.Task("T2").Dependencies, "a task depends on one part, not on all of them")
-	require.Empty(t, p.Warnings)
+	// T2 names no files, which is its only warning.
+	require.Equal(t, []string{"T2: lists no files, so it may run in parallel with any task; list its files_to_create or files_to_modify"}, p.Warnings)
 
 	// A part the split did not make: the nearest task that exists, with a
 	// warning.

@@ -185,6 +185,12 @@ func (r *resolved) softLimitWarnings(tasks []Task) []string {
 	var out []string
 	for i := range tasks {
 		t := &tasks[i]
+		if len(t.FilesToCreate)+len(t.FilesToModify) == 0 && t.Status != StatusCompleted && t.Status != StatusSkipped {
+			// Batches are made of tasks whose files are disjoint: one that
+			// names none runs beside anything, even a task editing what it
+			// will edit.
+			out = append(out, fmt.Sprintf("%s: lists no files, so it may run in parallel with any task; list its files_to_create or files_to_modify", t.ID))
+		}
 		if n := len(t.FilesToCreate); n > l.MaxFilesToCreate {
 			out = append(out, fmt.Sprintf("%s: %d files to create, above max_files_to_create (%d)", t.ID, n, l.MaxFilesToCreate))
 		}
