@@ -70,6 +70,8 @@ type Pipeline struct {
 	Clock         graph.Clock
 	Logger        *slog.Logger
 	scanned       atomic.Bool // the first select_task scanned for leftovers
+	// sync is the Runner's: select_task records the IDs it gives tasks.
+	sync TaskSync
 
 	// CrashFunc is called at named points: "select:start",
 	// "implement:before_worker", "implement:after_commit",
@@ -158,7 +160,21 @@ func putChanged(u *State, s State, tasks []planner.Task) {
 
 func taskEqual(a, b planner.Task) bool {
 	return a.Status == b.Status && a.Attempts == b.Attempts && a.Error == b.Error &&
-		a.ImplementationNotes == b.ImplementationNotes && a.MaxAttempts == b.MaxAttempts
+		a.ImplementationNotes == b.ImplementationNotes && a.MaxAttempts == b.MaxAttempts &&
+		a.LinearIssueID == b.LinearIssueID
+}
+
+// linkIssues gives the tasks the issue IDs the sync has made or found
+// since, so that the next checkpoint holds them.
+func (p *Pipeline) linkIssues(runID string, tasks []planner.Task) {
+	if p.sync == nil {
+		return
+	}
+	for i := range tasks {
+		if id := p.sync.IssueID(runID, tasks[i].ID); id != "" {
+			tasks[i].LinearIssueID = id
+		}
+	}
 }
 
 func findTask(tasks []planner.Task, id string) *planner.Task {
@@ -252,6 +268,7 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 	var u State
 	p.removeFinished(ctx, s)
 	tasks := scheduler.Propagate(tasksOf(s))
+	p.linkIssues(s.RunID.Get(), tasks)
 	u.Batch.Set(nil)
 	if finished(tasks) {
 		putChanged(&u, s, tasks)

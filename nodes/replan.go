@@ -111,6 +111,9 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 		before[t.ID] = t
 	}
 	for _, t := range tasks {
+		if o, ok := before[t.ID]; ok && t.LinearIssueID == "" {
+			t.LinearIssueID = o.LinearIssueID // the task's issue stays its own
+		}
 		if o, ok := before[t.ID]; !ok || !reflect.DeepEqual(o, t) {
 			u.Tasks.Put(t.ID, t)
 		}

@@ -48,6 +48,9 @@ type TaskSync interface {
 	Tasks(runID string, tasks []planner.Task)
 	// Drain waits for what was handed on, at most until ctx ends.
 	Drain(ctx context.Context) error
+	// IssueID is the ID of a task's issue there, "" until it exists; the
+	// run records it on the task (LinearIssueID).
+	IssueID(runID, taskID string) string
 }
 
 // syncDrainWait bounds how long a run that stops waits for its sync.
@@ -84,6 +87,7 @@ func (r *Runner) Runnable() (*graph.Runnable[State], error) {
 	if limit <= 0 {
 		limit = 100_000
 	}
+	r.Pipeline.sync = r.Sync
 	run, err := r.Pipeline.Graph().Compile(&graph.CompileOpts{Saver: r.Saver, StepLimit: limit, LeaseTTL: r.LeaseTTL, Clock: r.Clock, Logger: r.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("compile pipeline: %w", err)
@@ -142,6 +146,56 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts *graph.RunOpts) 
 	return res, r.finish(ctx, runID, res, err)
 }
 
+// CatchUp hands a run's tasks to the sync, waits at most wait for it, and
+// records the issue IDs it has on the tasks, without running anything: it
+// is what resuming a run that ended does. The error says what is still
+// behind.
+func (r *Runner) CatchUp(ctx context.Context, runID string, wait time.Duration) error {
+	if r.Sync == nil {
+		return nil
+	}
+	g, err := r.Runnable()
+	if err != nil {
+		return err
+	}
+	st, err := g.State(ctx, runID, -1)
+	if err != nil {
+		return err
+	}
+	r.Sync.Tasks(runID, st.State.Tasks.Values())
+	dctx, cancel := context.WithTimeout(ctx, wait)
+	derr := r.Sync.Drain(dctx)
+	cancel()
+	if err := r.recordIssues(ctx, runID); err != nil {
+		return err
+	}
+	return derr
+}
+
+// recordIssues writes the issue IDs the sync has for a run's tasks, where
+// they differ from the state's, in a checkpoint of their own. Only a run
+// that nothing drives may be written so: the update drops the pending
+// interrupts of a paused run.
+func (r *Runner) recordIssues(ctx context.Context, runID string) error {
+	g, err := r.Runnable()
+	if err != nil {
+		return err
+	}
+	st, err := g.State(ctx, runID, -1)
+	if err != nil || len(st.Next) > 0 {
+		return err
+	}
+	tasks := st.State.Tasks.Values()
+	r.Pipeline.linkIssues(runID, tasks)
+	var u State
+	putChanged(&u, st.State, tasks)
+	if u.Tasks.Len() == 0 {
+		return nil
+	}
+	_, err = g.UpdateState(ctx, runID, "", u)
+	return err
+}
+
 func (r *Runner) log() *slog.Logger {
 	if r.Logger == nil {
 		return slog.New(slog.DiscardHandler)
@@ -175,6 +229,13 @@ func (r *Runner) finish(ctx context.Context, runID string, res graph.Result[Stat
 			r.log().WarnContext(ctx, "task sync behind", slog.String("run_id", runID), slog.Any("error", derr))
 		}
 		cancel()
+		if err == nil && res.Status == graph.StatusDone {
+			// No select_task comes after the end to record the issue
+			// IDs found since; a paused run records them when it goes on.
+			if lerr := r.recordIssues(sctx, runID); lerr != nil {
+				r.log().WarnContext(ctx, "record issue IDs", slog.String("run_id", runID), slog.Any("error", lerr))
+			}
+		}
 	}
 	if r.Pipeline.Repo != nil {
 		// The worktrees parked for the run's next attempts are not needed

@@ -82,6 +82,9 @@ type Task struct {
 	SplitFrom           string     `json:"split_from,omitempty"`
 	ImplementationNotes string     `json:"implementation_notes,omitempty"`
 	Error               string     `json:"error,omitempty"`
+	// LinearIssueID is the task's issue in Linear, once the run's sync
+	// made or found it.
+	LinearIssueID string `json:"linear_issue_id,omitempty"`
 }
 
 // Files returns the task's files to create, modify and test, in that order,
