@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store/sqlite"
 )
@@ -84,11 +85,7 @@ func TestIssueIDsRecordedOnTasks(t *testing.T) {
 	f.issues[testRunID+"/T1"] = "ISSUE-T1"
 	res, status := h.start()
 	require.Equal(t, RunCompleted, status)
-	ctx := context.Background()
-	g, err := h.runner.Runnable()
-	require.NoError(t, err)
-	head, err := g.State(ctx, testRunID, -1)
-	require.NoError(t, err)
+	head := headOf(t, h)
 	for _, id := range []string{"T1", "T2"} {
 		tk, _ := head.State.Tasks.Get(id)
 		require.Equal(t, "ISSUE-"+id, tk.LinearIssueID, id)
@@ -99,11 +96,13 @@ func TestIssueIDsRecordedOnTasks(t *testing.T) {
 	t2, _ := res.State.Tasks.Get("T2")
 	require.Equal(t, "ISSUE-T1", t1.LinearIssueID, "select_task recorded it")
 	require.Empty(t, t2.LinearIssueID)
-	hist, err := g.History(ctx, testRunID, 1)
+	g, err := h.runner.Runnable()
+	require.NoError(t, err)
+	hist, err := g.History(context.Background(), testRunID, 1)
 	require.NoError(t, err)
 	require.Equal(t, "update", hist[0].Source)
 	require.Equal(t, head.Step, res.Step+1)
-	require.True(t, graphDone(t, h), "the update leaves the run ended")
+	require.Empty(t, head.Next, "the update leaves the run ended")
 }
 
 // A run that ended while the tracker was down catches up without running
@@ -116,11 +115,7 @@ func TestCatchUpOfAnEndedRun(t *testing.T) {
 	_, status := h.start()
 	require.Equal(t, RunCompleted, status)
 	ctx := context.Background()
-	g, err := h.runner.Runnable()
-	require.NoError(t, err)
-	before, err := g.State(ctx, testRunID, -1)
-	require.NoError(t, err)
-	for _, tk := range before.State.Tasks.Values() {
+	for _, tk := range headOf(t, h).State.Tasks.Values() {
 		require.Empty(t, tk.LinearIssueID, tk.ID)
 	}
 
@@ -129,25 +124,22 @@ func TestCatchUpOfAnEndedRun(t *testing.T) {
 	f.mu.Unlock()
 	require.NoError(t, h.runner.CatchUp(ctx, testRunID, time.Second))
 	require.ElementsMatch(t, []string{"T1 completed", "T2 completed"}, f.seen)
-	after, err := g.State(ctx, testRunID, -1)
-	require.NoError(t, err)
+	after := headOf(t, h)
 	for _, tk := range after.State.Tasks.Values() {
 		require.Equal(t, "ISSUE-"+tk.ID, tk.LinearIssueID, tk.ID)
 	}
-	require.True(t, graphDone(t, h))
+	require.Empty(t, after.Next)
 
 	// Nothing new: no checkpoint.
 	require.NoError(t, h.runner.CatchUp(ctx, testRunID, time.Second))
-	again, err := g.State(ctx, testRunID, -1)
-	require.NoError(t, err)
-	require.Equal(t, after.Step, again.Step)
+	require.Equal(t, after.Step, headOf(t, h).Step)
 }
 
-func graphDone(t *testing.T, h *harness) bool {
+func headOf(t *testing.T, h *harness) graph.Result[State] {
 	t.Helper()
 	g, err := h.runner.Runnable()
 	require.NoError(t, err)
 	st, err := g.State(context.Background(), testRunID, -1)
 	require.NoError(t, err)
-	return len(st.Next) == 0 && len(st.Interrupts) == 0
+	return st
 }
