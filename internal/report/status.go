@@ -27,8 +27,18 @@ type Status struct {
 	NoChange []string `json:"no_change"`
 	// Usage is what the run's model calls used so far.
 	Usage nodes.UsageReport `json:"usage"`
-	run   nodes.Run         // the registry entry
-	head  graph.Result[nodes.State]
+	// LinearIssues are the tasks' Linear issues, in plan order, once the
+	// run's sync recorded them; absent without the sync.
+	LinearIssues []LinearIssue `json:"linear_issues,omitempty"`
+
+	run  nodes.Run // the registry entry
+	head graph.Result[nodes.State]
+}
+
+// LinearIssue is a task's issue in Linear.
+type LinearIssue struct {
+	TaskID        string `json:"task_id"`
+	LinearIssueID string `json:"linear_issue_id"`
 }
 
 // RunStatus reads the status of run id of s, or of the latest run on s's
@@ -78,6 +88,11 @@ func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
 		NoChange:       append([]string{}, nodes.NoChangeTasks(st)...),
 		run:            run,
 		head:           head,
+	}
+	for _, t := range st.Tasks.Values() {
+		if t.LinearIssueID != "" {
+			rep.LinearIssues = append(rep.LinearIssues, LinearIssue{TaskID: t.ID, LinearIssueID: t.LinearIssueID})
+		}
 	}
 	meta, _ := session.ParseMeta(run)
 	rep.TargetBranch = st.Branch.Get()

@@ -126,7 +126,8 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 	out.View.Started(product, s.Repo, p.Repo.MainBranch(), false)
 	warnSandbox(o.Warn)
 	ctx, opts := watched(ctx, out.View)
-	out.Result, err = s.Runner(p).Start(ctx, nodes.Run{ID: out.RunID, ProductPath: product, Repo: s.Repo, Meta: metaJSON}, opts)
+	out.Result, err = s.driven(p).Start(ctx, nodes.Run{ID: out.RunID, ProductPath: product, Repo: s.Repo, Meta: metaJSON}, opts)
+	s.syncBehind()
 	return out, err
 }
 
@@ -158,6 +159,13 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 			return out, err
 		}
 		s.Cfg, s.Repo = cfg, run.Repo
+	}
+	if o.From == "" && !o.AcceptHead && run.Status == nodes.RunCompleted {
+		// Nothing is left to run: only the sync catches up.
+		out.View = s.show(o.View, run.ID, meta)
+		out.View.Started("", "", meta.TargetBranch, true)
+		out.Result, err = s.catchUp(ctx, run.ID)
+		return out, err
 	}
 	if o.From != "" {
 		step, err := strconv.ParseInt(o.From, 10, 64)
@@ -192,7 +200,7 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	v := s.show(o.View, run.ID, meta)
 	v.Started("", "", p.Repo.MainBranch(), true)
 	warnSandbox(o.Warn)
-	runner := s.Runner(p)
+	runner := s.driven(p)
 	if o.AcceptHead {
 		acc, err := runner.AcceptHead(ctx, run.ID)
 		if err != nil {
@@ -212,6 +220,7 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	}
 	ctx, opts := watched(ctx, v)
 	out.Result, err = runner.Resume(ctx, run.ID, opts)
+	s.syncBehind()
 	return out, BusyMessage(run.ID, err)
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/integrations/linear"
 	"github.com/taskloom/taskloom/internal/mcpclient"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
@@ -44,6 +45,10 @@ type Session struct {
 	// mcp is the client of the config's MCP servers, started with the
 	// first agent and closed with the session.
 	mcp *mcpclient.Client
+	// linear mirrors the driven runs' tasks to Linear when the config
+	// says so; closed with the session.
+	linear     *linear.Syncer
+	linearOnce sync.Once
 	// waits hears of every wait for the model provider, once the
 	// progress display is there to show it.
 	waits atomic.Pointer[func(llm.WaitInfo)]
@@ -185,8 +190,9 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 	return s, nil
 }
 
-// Close stops the MCP servers and closes the store.
+// Close stops the Linear sync and the MCP servers, and closes the store.
 func (s *Session) Close() error {
+	_ = s.linear.Close() // it never fails
 	err := s.mcp.Close()
 	if cerr := s.Store.Close(); err == nil {
 		err = cerr
