@@ -67,7 +67,14 @@ func LayoutPlan(tasks []planner.Task, milestones []planner.Milestone, workers in
 		lay.CriticalPath = []string{}
 		return lay
 	}
-	lay.CriticalPath = scheduler.PlanSchedule(tasks, milestones, max(workers, 1)).CriticalPath
+	// The plan's critical path, whatever is done already: the schedule of
+	// the tasks as planned.
+	planned := make([]planner.Task, len(tasks))
+	for i, t := range tasks {
+		planned[i] = t
+		planned[i].Status, planned[i].Attempts = planner.StatusPending, 0
+	}
+	lay.CriticalPath = scheduler.PlanSchedule(planned, milestones, max(workers, 1)).CriticalPath
 	for _, id := range lay.CriticalPath {
 		lay.critical[id] = true
 	}

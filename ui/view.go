@@ -301,7 +301,7 @@ func testSummary(v verify.Verdict) string {
 	case v.Failed > 0:
 		out = fmt.Sprintf("%d of %d failed", v.Failed, max(v.Total, v.Failed))
 	}
-	if r := v.Runner(); r != "" {
+	if r := v.Runner(); r != "" && r != "exit code" {
 		out += ", " + r
 	}
 	return fmt.Sprintf("%s, exit code %d", out, v.ExitCode)

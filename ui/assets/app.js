@@ -24,7 +24,7 @@
       else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
       else e.setAttribute(k, v === true ? '' : v);
     }
-    for (const k of kids.flat()) {
+    for (const k of kids.flat(Infinity)) {
       if (k === undefined || k === null || k === false) continue;
       e.append(k instanceof Node ? k : document.createTextNode(String(k)));
     }
@@ -244,7 +244,7 @@
   function renderDetail(d) {
     const t = d.task, c = t.complexity;
     $('#detail-h').textContent = t.id + ': ' + t.title;
-    $('#detail-body').replaceChildren(
+    $('#detail-body').replaceChildren(el('div', {},
       facts([['status', statusText(d.status) + (d.critical ? ' (on the critical path)' : '')], ['milestone', t.milestone_id],
         ['priority', t.priority], ['attempts', t.attempts + ' of max_attempts ' + t.max_attempts],
         ['dependencies', (t.dependencies || []).join(', ') || 'none'], ['estimate', t.estimated_minutes + ' min'],
@@ -259,7 +259,7 @@
         (t.files_to_create || []).map((f) => 'create ' + f), (t.files_to_modify || []).map((f) => 'modify ' + f),
         (t.test_files || []).map((f) => 'test ' + f))),
       el('h3', {}, 'Attempts'),
-      d.attempts.length ? d.attempts.map((a, i) => attempt(a, i === d.attempts.length - 1)) : el('p', { class: 'none' }, 'none yet'));
+      d.attempts.length ? d.attempts.map((a, i) => attempt(a, i === d.attempts.length - 1)) : el('p', { class: 'none' }, 'none yet')));
     $('#detail').hidden = false;
   }
 
