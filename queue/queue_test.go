@@ -21,7 +21,7 @@ import (
 	"github.com/taskloom/taskloom/worktree"
 )
 
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -33,7 +33,7 @@ func git(t *testing.T, dir string, args ...string) string {
 
 // repos makes a bare remote and two clones of it: the run's and a
 // worker's.
-func repos(t *testing.T) (remote, run, worker string) {
+func repos(t testing.TB) (remote, run, worker string) {
 	dir := t.TempDir()
 	remote, run, worker = filepath.Join(dir, "remote.git"), filepath.Join(dir, "run"), filepath.Join(dir, "worker")
 	git(t, dir, "init", "-q", "--bare", "-b", "main", remote)
@@ -46,13 +46,13 @@ func repos(t *testing.T) (remote, run, worker string) {
 	return remote, run, worker
 }
 
-func open(t *testing.T, dir string) *worktree.Manager {
+func open(t testing.TB, dir string) *worktree.Manager {
 	m, err := worktree.Open(context.Background(), dir, nil)
 	require.NoError(t, err)
 	return m
 }
 
-func pool(t *testing.T) *pgxpool.Pool {
+func pool(t testing.TB) *pgxpool.Pool {
 	url := checkpointtest.NewEmptyPostgresSchema(t)
 	d, err := postgres.Open(context.Background(), url, nil)
 	require.NoError(t, err)
@@ -79,8 +79,10 @@ func job(t *testing.T, run *worktree.Manager, runID, taskID string) nodes.Attemp
 	head, err := run.Head(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, run.Push(context.Background(), "origin", head, worktree.BaseRef(runID, taskID, 1)))
-	return nodes.AttemptJob{RunID: runID, Task: planner.Task{ID: taskID, Title: "task " + taskID}, Attempt: 1, Base: head}
+	return nodes.AttemptJob{RunID: runID, Task: taskOf(taskID), Attempt: 1, Base: head}
 }
+
+func taskOf(id string) planner.Task { return planner.Task{ID: id, Title: "task " + id} }
 
 func TestRemoteWorkerRunsAndPushesAnAttempt(t *testing.T) {
 	ctx := context.Background()
