@@ -8,9 +8,9 @@
 // do, each task's attempts with their diffs, test output, errors and
 // conversations, and the usage and cost per task and in total. Escalated
 // tasks are reviewed from the page: fixed, retry (with a note), skip and
-// abort are recorded as `taskloom review` records them, through
-// nodes.ApplyDecision and the graph's Answer, and `taskloom resume` acts on
-// them.
+// abort are recorded by the review that `taskloom review` runs
+// (internal/review: checked with nodes.ApplyDecision, stored as the answer
+// to the task's interrupt), and `taskloom resume` acts on them.
 //
 // Everything is rendered by the server: html/template for the page, the
 // layout computed in Go and drawn as SVG by the template, and one small

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/review"
 	"github.com/taskloom/taskloom/nodes"
 )
 
@@ -67,17 +67,16 @@ func (s *Server) handleReview(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, res)
 }
 
-// review records a decision on a run's escalated task as taskloom review
-// --task ID --action ACTION [--note TEXT] records it: the decision is
-// checked with nodes.ApplyDecision against the tasks as they are, then
-// stored as the answer to the task's human_escalation interrupt; abort
-// answers every pending escalation. resume acts on the answers.
+// review records a decision on a run's escalated task with the domain
+// review of taskloom review --task ID --action ACTION [--note TEXT]: the
+// decision is checked with nodes.ApplyDecision against the tasks as they
+// are, then stored as the answer to the task's human_escalation interrupt;
+// abort answers every pending escalation. resume acts on the answers.
 func (s *Server) review(ctx context.Context, runID string, req reviewRequest) (*reviewResult, error) {
-	d := nodes.Decision{Action: req.Action, Note: strings.TrimSpace(req.Note)}
-	if !slices.Contains([]string{nodes.ActionFixed, nodes.ActionRetry, nodes.ActionSkip, nodes.ActionAbort}, d.Action) {
-		return nil, refuse(http.StatusBadRequest, "action %q: want fixed, retry, skip or abort", d.Action)
+	if !slices.Contains(review.Actions, req.Action) {
+		return nil, refuse(http.StatusBadRequest, "action %q: want fixed, retry, skip or abort", req.Action)
 	}
-	if d.Note != "" && d.Action != nodes.ActionRetry {
+	if strings.TrimSpace(req.Note) != "" && req.Action != nodes.ActionRetry {
 		return nil, refuse(http.StatusBadRequest, "a note goes with retry only")
 	}
 	snap, err := s.load(ctx, runID)
@@ -87,34 +86,40 @@ func (s *Server) review(ctx context.Context, runID string, req reviewRequest) (*
 	if len(snap.Escalations) == 0 {
 		return nil, refuse(http.StatusConflict, "run %s has no escalation waiting for a decision (it is %s)", runID, snap.Status)
 	}
-	values := map[string]any{}
-	var out []recorded
-	for _, e := range snap.Escalations {
-		if d.Action == nodes.ActionAbort || e.TaskID == req.Task {
-			values[e.InterruptID] = d
-			out = append(out, recorded{Task: e.TaskID, Decision: d})
-		}
+	rv, err := review.New(runID, snap.Repo, snap.result)
+	if err != nil {
+		return nil, refuse(http.StatusConflict, "%v", err)
 	}
-	if len(values) == 0 {
-		return nil, refuse(http.StatusNotFound, "task %q has no escalation waiting for a decision in run %s", req.Task, runID)
+	var ids []string
+	if req.Action != nodes.ActionAbort {
+		ids = []string{req.Task}
 	}
-	if d.Action != nodes.ActionAbort {
-		if _, err := nodes.ApplyDecision(snap.state.Tasks.Values(), req.Task, d); err != nil {
-			return nil, refuse(http.StatusConflict, "cannot %s %s in run %s: %v", d.Action, req.Task, runID, err)
-		}
+	selected, err := rv.Select(ids)
+	if err != nil {
+		return nil, refuse(http.StatusNotFound, "%v", err)
 	}
-	if err := s.graph.Answer(ctx, runID, values); err != nil {
-		var busy *checkpoint.BusyError
-		if errors.As(err, &busy) {
-			return nil, refuse(http.StatusConflict, "run %s is being driven by another process (%s); wait for it to finish or stop it", runID, busy.Holder)
+	if err := rv.DecideFromFlags(selected, ids, req.Action, req.Note); err != nil {
+		var usage review.UsageError
+		if errors.As(err, &usage) {
+			return nil, refuse(http.StatusBadRequest, "%v", err)
 		}
-		return nil, fmt.Errorf("record the review of run %s: %w", runID, err)
+		return nil, refuse(http.StatusConflict, "%v", err)
+	}
+	if err := rv.Record(ctx, s.graph, io.Discard); err != nil {
+		// It names the process that drives the run when that is why.
+		return nil, err
 	}
 	after, err := s.load(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	res := &reviewResult{Recorded: out, Pending: []string{}, Resume: after.Resume, ResumeNow: after.ResumeNow}
+	res := &reviewResult{Recorded: []recorded{}, Pending: []string{}, Resume: after.Resume, ResumeNow: after.ResumeNow}
+	d := nodes.Decision{Action: req.Action, Note: strings.TrimSpace(req.Note)}
+	for _, e := range snap.Escalations {
+		if d.Action == nodes.ActionAbort || e.TaskID == req.Task {
+			res.Recorded = append(res.Recorded, recorded{Task: e.TaskID, Decision: d})
+		}
+	}
 	for _, e := range after.Escalations {
 		res.Pending = append(res.Pending, e.TaskID)
 	}
