@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/integrations/linear"
 	"github.com/taskloom/taskloom/integrations/linear/lineartest"
+	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 )
 
@@ -118,4 +120,31 @@ func TestSkippedTaskIsCanceled(t *testing.T) {
 	defer cancel()
 	require.NoError(t, s.Drain(ctx))
 	require.Equal(t, lineartest.StateCanceled, f.Issues()[linear.StableID("issue", "run-2", "T9")].StateID)
+}
+
+// A sync turned on without its key is one warning line, and the run goes
+// on without it; with the key, the runner gets the sync.
+func TestAttach(t *testing.T) {
+	cfg := config.Default()
+	cfg.Integrations.Linear = config.Linear{Enabled: true, TeamID: lineartest.TeamID}
+	t.Setenv(linear.KeyEnv, "")
+	var warnings bytes.Buffer
+	r := &nodes.Runner{}
+	require.Nil(t, linear.Attach(r, cfg, &warnings, nil))
+	require.Nil(t, r.Sync)
+	require.Equal(t, "taskloom: warning: integrations.linear.enabled is true but LINEAR_API_KEY is not set; set it or turn the sync off\n", warnings.String())
+
+	t.Setenv(linear.KeyEnv, testKey)
+	warnings.Reset()
+	s := linear.Attach(r, cfg, &warnings, nil)
+	require.NotNil(t, s)
+	defer s.Close()
+	require.Same(t, s, r.Sync)
+	require.Empty(t, warnings.String())
+
+	cfg.Integrations.Linear.Enabled = false
+	r = &nodes.Runner{}
+	require.Nil(t, linear.Attach(r, cfg, &warnings, nil))
+	require.Nil(t, r.Sync)
+	require.Empty(t, warnings.String())
 }
