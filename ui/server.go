@@ -48,6 +48,10 @@ type Opts struct {
 	// PollInterval is how often a live page rereads the run; zero means
 	// 500ms.
 	PollInterval time.Duration
+	// WorkersFunc, when set, completes a run's workers with what the
+	// store knows beyond the checkpoints: the process that holds each
+	// queued attempt and its activity.
+	WorkersFunc func(ctx context.Context, runID string, ws []nodes.WorkerStatus) error
 	// NowFunc reads the clock; nil means time.Now.
 	NowFunc func() time.Time
 	Logger  *slog.Logger
@@ -63,6 +67,7 @@ type Server struct {
 	runID       string
 	resumeFlags []string
 	poll        time.Duration
+	workers     func(ctx context.Context, runID string, ws []nodes.WorkerStatus) error
 	now         func() time.Time
 	log         *slog.Logger
 	page        *template.Template
@@ -111,7 +116,7 @@ func New(opts Opts) (*Server, error) {
 		return nil, err
 	}
 	host, _, _ := net.SplitHostPort(opts.Addr)
-	s := &Server{store: opts.Store, graph: g, runID: opts.RunID, resumeFlags: opts.ResumeFlags, poll: opts.PollInterval,
+	s := &Server{store: opts.Store, graph: g, runID: opts.RunID, resumeFlags: opts.ResumeFlags, poll: opts.PollInterval, workers: opts.WorkersFunc,
 		now: opts.NowFunc, log: opts.Logger, page: page, remote: !isLoopback(host), csrf: newToken(), layouts: map[string]cachedLayout{}}
 	if s.poll <= 0 {
 		s.poll = 500 * time.Millisecond

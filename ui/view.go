@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/taskloom/taskloom/graph"
@@ -98,6 +99,11 @@ func (s *Server) load(ctx context.Context, runID string) (*snapshot, error) {
 		Summary: scheduler.Summarize(st.Tasks.Values()), Workers: nodes.Workers(res),
 		Escalations: []escalationView{}, Usage: nodes.NewUsageReport(nodes.RunUsage(st), meta.Model),
 		Resume: s.resumeCommand(run.ID), state: st, result: res,
+	}
+	if s.workers != nil {
+		if err := s.workers(ctx, runID, snap.Workers); err != nil {
+			s.log.WarnContext(ctx, "cannot read the workers' leases", slog.Any("error", err))
+		}
 	}
 	escalated := map[string]bool{}
 	for _, in := range res.Interrupts {

@@ -64,7 +64,7 @@ func (o *uiOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error
 		flags = append(flags, "--db", review.ShellQuote(config.RedactURL(s.DBURL)))
 	}
 	return ui.Serve(ctx, ui.Opts{Saver: s.Saver, Store: s.Store, RunID: run.ID, Addr: o.Addr, AllowRemote: o.AllowRemote,
-		ResumeFlags: flags, Logger: s.Logger}, func(url string) {
+		ResumeFlags: flags, WorkersFunc: s.MarkWorkers, Logger: s.Logger}, func(url string) {
 		fmt.Fprintf(w, "taskloom ui: run %s at %s (Ctrl-C to stop)\n", run.ID, url)
 	})
 }

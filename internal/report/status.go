@@ -59,17 +59,8 @@ func RunStatus(ctx context.Context, s *session.Session, id string) (Status, erro
 	st := NewStatus(run, head)
 	// Attempts on the queue are held by workers, here or elsewhere, which
 	// say what they are doing in the database.
-	leases, err := s.Leases(ctx, run.ID)
-	if err != nil {
+	if err := s.MarkWorkers(ctx, run.ID, st.Workers); err != nil {
 		return st, err
-	}
-	for i, w := range st.Workers {
-		for _, l := range leases {
-			if l.TaskID == w.TaskID && l.Attempt == w.Attempt {
-				st.Workers[i].Host = l.Worker
-				st.Workers[i].Activity = strings.TrimSpace(l.Tool + " " + l.Summary)
-			}
-		}
 	}
 	return st, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -64,14 +65,28 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 		}})
 }
 
-// Leases returns the workers' holds on a run's in-flight attempts, with
-// what each is doing; none when the store is SQLite.
-func (s *Session) Leases(ctx context.Context, runID string) ([]queue.Lease, error) {
+// MarkWorkers names, on each of a run's in-flight attempts, the worker
+// process that holds it (host:pid) and what that worker says it is doing,
+// from the leases in the database. A SQLite store has none: ws is left as
+// it is.
+func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.WorkerStatus) error {
 	pool := s.pool()
 	if pool == nil {
-		return nil, nil
+		return nil
 	}
-	return queue.Leases(ctx, pool, runID)
+	leases, err := queue.Leases(ctx, pool, runID)
+	if err != nil {
+		return err
+	}
+	for i, w := range ws {
+		for _, l := range leases {
+			if l.TaskID == w.TaskID && l.Attempt == w.Attempt {
+				ws[i].Host = l.Worker
+				ws[i].Activity = strings.TrimSpace(l.Tool + " " + l.Summary)
+			}
+		}
+	}
+	return nil
 }
 
 // pool is the PostgreSQL store's connection pool, or nil for SQLite.

@@ -129,7 +129,7 @@
     }
     const now = Date.now();
     body.replaceChildren(...run.workers.map((w) => el('tr', {},
-      el('td', {}, w.worker),
+      el('td', {}, w.host || String(w.worker)),
       el('td', {}, el('button', { type: 'button', class: 'link', onclick: () => openTask(w.task_id) }, w.task_id)),
       el('td', { class: 'num' }, w.attempt),
       el('td', { class: 'num' }, w.since ? duration(now - Date.parse(w.since)) : '–'),
