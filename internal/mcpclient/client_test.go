@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -238,26 +237,4 @@ func TestStreamableHTTP(t *testing.T) {
 	res, err = c.ReadResource(ctx, "web", "test://notes/readme")
 	require.NoError(t, err)
 	require.Equal(t, "[resource test://notes/readme]\nthe notes", res.Text)
-}
-
-// npmServers returns the folder holding the npm MCP servers' binaries, or
-// skips (fails under CI) when they are not installed.
-func npmServers(t *testing.T) string {
-	t.Helper()
-	root := os.Getenv("TASKLOOM_TEST_MCP_SERVERS")
-	if root == "" {
-		home, _ := os.UserHomeDir()
-		root = filepath.Join(home, ".cache", "taskloom-test-mcp")
-	}
-	bin := filepath.Join(root, "node_modules", ".bin")
-	for _, name := range []string{"mcp-server-filesystem", "mcp-server-everything"} {
-		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-			msg := fmt.Sprintf("%s missing; install with: npm install --prefix %s @modelcontextprotocol/server-filesystem @modelcontextprotocol/server-everything", name, root)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	return bin
 }

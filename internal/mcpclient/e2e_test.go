@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/internal/mcpclient"
+	"github.com/taskloom/taskloom/internal/mcpclient/mcptest"
 	"github.com/taskloom/taskloom/llm"
 )
 
@@ -79,7 +80,7 @@ func toolResults(t *testing.T, history string) []string {
 // exported history.
 func TestAgentUsesRealNPMServers(t *testing.T) {
 	t.Parallel()
-	bin := npmServers(t)
+	bin := mcptest.NPMServers(t)
 	shared, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	c := newClient(t, mcpclient.Opts{Servers: []mcpclient.Server{
