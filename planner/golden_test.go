@@ -4,26 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/testkit"
 )
-
-// The golden plans are rewritten with
-// go test ./planner -run TestGoldenPlans -update.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // goldenPlans are the realistic specs under testdata/plans: each has a
 // PRODUCT.md with a task list, optionally a repo/ directory that is the
@@ -60,7 +48,7 @@ func TestGoldenPlans(t *testing.T) {
 			require.NoError(t, p.WriteTable(&table))
 			for file, data := range map[string][]byte{"plan.json.golden": got, "plan.table.golden": table.Bytes()} {
 				golden := filepath.Join("testdata", "plans", name, file)
-				if updating() {
+				if testkit.Updating() { // go test -run TestGoldenPlans -update rewrites the golden files
 					require.NoError(t, os.WriteFile(golden, data, 0o644))
 					continue
 				}

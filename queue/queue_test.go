@@ -3,7 +3,6 @@ package queue_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/queue"
@@ -21,14 +21,11 @@ import (
 	"github.com/taskloom/taskloom/worktree"
 )
 
+// git runs git with a test identity and returns its output without the
+// final newline.
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(testkit.Git(t, dir, args...))
 }
 
 // repos makes a bare remote and two clones of it: the run's and a

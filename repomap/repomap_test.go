@@ -2,13 +2,13 @@ package repomap
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/llm"
 )
 
@@ -30,20 +30,8 @@ func project(t *testing.T) string {
 		"web/node_modules/x/index.js": "export function leaked() {}\n",
 		".env":                        "SECRET=1\n",
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
-	}
+	testkit.WriteFiles(t, dir, files)
 	return dir
-}
-
-func gitIn(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
 }
 
 func TestBuildWalk(t *testing.T) {
@@ -74,8 +62,8 @@ func TestBuildWalk(t *testing.T) {
 func TestBuildTrackedFilesOnly(t *testing.T) {
 	t.Parallel()
 	dir := project(t)
-	gitIn(t, dir, "init", "-q")
-	gitIn(t, dir, "add", "go.mod", "store", "web/src/api.ts")
+	testkit.Git(t, dir, "init", "-q")
+	testkit.Git(t, dir, "add", "go.mod", "store", "web/src/api.ts")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "untracked.go"), []byte("package shop\n"), 0o644))
 	m, err := Build(dir)
 	require.NoError(t, err)

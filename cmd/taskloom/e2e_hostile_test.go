@@ -282,27 +282,19 @@ func TestE2EHostileAgent(t *testing.T) {
 				args, _ := json.Marshal(map[string]string{"command": c})
 				return llm.ScriptedToolCall{Name: "execute_command", Arguments: args}
 			}
-			file := func(path, content string) llm.ScriptedToolCall {
-				args, _ := json.Marshal(map[string]string{"path": path, "content": content})
-				return llm.ScriptedToolCall{Name: "write_to_file", Arguments: args}
-			}
-			done := llm.ScriptedToolCall{Name: "attempt_completion", Arguments: json.RawMessage(`{"result": "done"}`)}
 			script := llm.Script{Conversations: []llm.Conversation{
 				{Match: `Task: T1 [\s\S]*Attempt: 1 of`, Replies: []llm.Reply{
 					{ToolCalls: []llm.ScriptedToolCall{cmd("printenv; cat /proc/[0-9]*/environ | tr '\\0' '\\n'; cat \"$HOME/.aws-credentials\"")}},
 					{ToolCalls: []llm.ScriptedToolCall{cmd("git update-ref refs/heads/main HEAD~1; echo x > ../../../pwned.txt; echo done")}},
-					{ToolCalls: []llm.ScriptedToolCall{file("hello.txt", "hello\n")}},
-					{ToolCalls: []llm.ScriptedToolCall{done}},
+					{ToolCalls: []llm.ScriptedToolCall{writeCall("hello.txt", "hello\n")}},
+					{ToolCalls: []llm.ScriptedToolCall{doneCall}},
 				}},
 				{Match: `Task: T1 [\s\S]*Attempt: 2 of`, Replies: []llm.Reply{
-					{ToolCalls: []llm.ScriptedToolCall{file("hello.txt", "hello\n")}},
-					{ToolCalls: []llm.ScriptedToolCall{done}},
+					{ToolCalls: []llm.ScriptedToolCall{writeCall("hello.txt", "hello\n")}},
+					{ToolCalls: []llm.ScriptedToolCall{doneCall}},
 				}},
 			}}
-			data, err := json.Marshal(script)
-			require.NoError(t, err)
-			session := filepath.Join(t.TempDir(), "session.json")
-			require.NoError(t, os.WriteFile(session, data, 0o644))
+			session := writeSession(t, script)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 2,
 "verify": {"command": ["sh", "-c", "printenv; test -f hello.txt"]}, "build_verification": {"command": ["true"]}}`), 0o644))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Say hello\n- acceptance_criteria:\n  - hello.txt exists\n- files_to_create: hello.txt\n"), 0o644))

@@ -23,6 +23,7 @@ import (
 	"github.com/taskloom/taskloom/examples"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -64,13 +65,38 @@ func exampleRepo(t *testing.T, config func(map[string]any), session func(*llm.Sc
 	return dir
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+// git runs git in a test repo with a test identity.
+var git = testkit.Git
+
+// greetRepo makes a git repo of module example.com/name with an empty Go
+// package greet, the config and the PRODUCT.md given.
+func greetRepo(t *testing.T, name, config, product string) string {
 	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=test", "-c", "user.email=test@example.com"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return string(out)
+	return testkit.Repo(t, map[string]string{
+		"go.mod":               "module example.com/" + name + "\n\ngo 1.22\n",
+		"greet/doc.go":         "// Package greet greets.\npackage greet\n",
+		".project-config.json": config,
+		"PRODUCT.md":           product,
+	})
+}
+
+// writeCall is the scripted model's call that writes content to path.
+func writeCall(path, content string) llm.ScriptedToolCall {
+	args, _ := json.Marshal(map[string]string{"path": path, "content": content})
+	return llm.ScriptedToolCall{Name: "write_to_file", Arguments: args}
+}
+
+// doneCall is the scripted model's call that ends an attempt.
+var doneCall = llm.ScriptedToolCall{Name: "attempt_completion", Arguments: json.RawMessage(`{"result": "done"}`)}
+
+// writeSession writes a scripted session to a file and returns its path.
+func writeSession(t *testing.T, s llm.Script) string {
+	t.Helper()
+	data, err := json.Marshal(s)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "session.json")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	return path
 }
 
 // taskloom runs the CLI in process.
@@ -413,15 +439,7 @@ func newStatusLikeCmd() *cobra.Command {
 // second try passes and main builds.
 func TestE2EBuildVerificationRevertsCulprit(t *testing.T) {
 	longE2E(t)
-	dir := t.TempDir()
-	write := func(name, content string) {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
-	write("go.mod", "module example.com/clash\n\ngo 1.22\n")
-	write("greet/doc.go", "// Package greet greets.\npackage greet\n")
-	write(".project-config.json", `{"parallel_workers": 2, "verify": {"command": ["go", "test", "./..."]}, "build_verification": {"command": ["go", "vet", "./..."]}}`)
-	write("PRODUCT.md", `# clash
+	dir := greetRepo(t, "clash", `{"parallel_workers": 2, "verify": {"command": ["go", "test", "./..."]}, "build_verification": {"command": ["go", "vet", "./..."]}}`, `# clash
 
 ## Milestone M1: Greetings
 
@@ -439,33 +457,22 @@ func TestE2EBuildVerificationRevertsCulprit(t *testing.T) {
 - files_to_create: greet/fr.go
 - priority: high
 `)
-	file := func(path, content string) llm.ScriptedToolCall {
-		args, _ := json.Marshal(map[string]string{"path": path, "content": content})
-		return llm.ScriptedToolCall{Name: "write_to_file", Arguments: args}
-	}
-	done := llm.ScriptedToolCall{Name: "attempt_completion", Arguments: json.RawMessage(`{"result": "done"}`)}
 	script := llm.Script{Conversations: []llm.Conversation{
 		{Match: `Task: T1 `, Replies: []llm.Reply{
-			{ToolCalls: []llm.ScriptedToolCall{file("greet/en.go", "package greet\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n")}},
-			{ToolCalls: []llm.ScriptedToolCall{done}},
+			{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/en.go", "package greet\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n")}},
+			{ToolCalls: []llm.ScriptedToolCall{doneCall}},
 		}},
 		{Match: `Task: T2 [\s\S]*Attempt: 1 of`, Replies: []llm.Reply{
 			// A second Hello: fine alone, a duplicate beside T1's.
-			{ToolCalls: []llm.ScriptedToolCall{file("greet/fr.go", "package greet\n\n// Hello greets in French.\nfunc Hello() string { return \"bonjour\" }\n")}},
-			{ToolCalls: []llm.ScriptedToolCall{done}},
+			{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/fr.go", "package greet\n\n// Hello greets in French.\nfunc Hello() string { return \"bonjour\" }\n")}},
+			{ToolCalls: []llm.ScriptedToolCall{doneCall}},
 		}},
 		{Match: `Task: T2 [\s\S]*Attempt: 2 of`, Replies: []llm.Reply{
-			{ToolCalls: []llm.ScriptedToolCall{file("greet/fr.go", "package greet\n\n// Bonjour greets in French.\nfunc Bonjour() string { return \"bonjour\" }\n")}},
-			{ToolCalls: []llm.ScriptedToolCall{done}},
+			{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/fr.go", "package greet\n\n// Bonjour greets in French.\nfunc Bonjour() string { return \"bonjour\" }\n")}},
+			{ToolCalls: []llm.ScriptedToolCall{doneCall}},
 		}},
 	}}
-	data, err := json.Marshal(script)
-	require.NoError(t, err)
-	sessionPath := filepath.Join(t.TempDir(), "session.json")
-	require.NoError(t, os.WriteFile(sessionPath, data, 0o644))
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "clash")
+	sessionPath := writeSession(t, script)
 
 	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--model", "scripted:"+sessionPath)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -28,21 +26,8 @@ func TestE2EBisectionFindsBothClashingTasks(t *testing.T) {
 }
 
 func testE2EBisection(t *testing.T, db []string) {
-	dir := t.TempDir()
-	write := func(name, content string) {
-		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
-	write("go.mod", "module example.com/queue\n\ngo 1.22\n")
-	write("greet/doc.go", "// Package greet greets.\npackage greet\n")
-	write(".project-config.json", `{"parallel_workers": 4, "max_attempts": 3, "verify": {"command": ["go", "test", "./..."]}, "build_verification": {"command": ["go", "vet", "./..."]}}`)
 	var product strings.Builder
 	product.WriteString("# queue\n\n## Milestone M1: Greetings\n")
-	file := func(path, content string) llm.ScriptedToolCall {
-		args, _ := json.Marshal(map[string]string{"path": path, "content": content})
-		return llm.ScriptedToolCall{Name: "write_to_file", Arguments: args}
-	}
-	done := llm.ScriptedToolCall{Name: "attempt_completion", Arguments: json.RawMessage(`{"result": "done"}`)}
 	var convs []llm.Conversation
 	for i := 1; i <= 4; i++ {
 		id, name := fmt.Sprintf("T%d", i), fmt.Sprintf("f%d", i)
@@ -53,23 +38,17 @@ func testE2EBisection(t *testing.T, db []string) {
 			src += "\n// Shared is defined twice once T1 and T3 are both on main.\nfunc Shared() int { return " + fmt.Sprint(i) + " }\n"
 		}
 		convs = append(convs, llm.Conversation{Match: fmt.Sprintf(`Task: %s [\s\S]*Attempt: 1 of`, id), Replies: []llm.Reply{
-			{ToolCalls: []llm.ScriptedToolCall{file("greet/"+name+".go", src)}},
-			{ToolCalls: []llm.ScriptedToolCall{done}},
+			{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/"+name+".go", src)}},
+			{ToolCalls: []llm.ScriptedToolCall{doneCall}},
 		}})
 	}
 	// T3's retry, told that it clashes with T1, drops its Shared.
 	convs = append(convs, llm.Conversation{Match: `Task: T3 [\s\S]*Attempt: 2 of[\s\S]*together with T1`, Replies: []llm.Reply{
-		{ToolCalls: []llm.ScriptedToolCall{file("greet/f3.go", "package greet\n\n// F3 greets.\nfunc F3() string { return \"f3\" }\n")}},
-		{ToolCalls: []llm.ScriptedToolCall{done}},
+		{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/f3.go", "package greet\n\n// F3 greets.\nfunc F3() string { return \"f3\" }\n")}},
+		{ToolCalls: []llm.ScriptedToolCall{doneCall}},
 	}})
-	write("PRODUCT.md", product.String())
-	data, err := json.Marshal(llm.Script{Conversations: convs})
-	require.NoError(t, err)
-	sessionPath := filepath.Join(t.TempDir(), "session.json")
-	require.NoError(t, os.WriteFile(sessionPath, data, 0o644))
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "queue")
+	dir := greetRepo(t, "queue", `{"parallel_workers": 4, "max_attempts": 3, "verify": {"command": ["go", "test", "./..."]}, "build_verification": {"command": ["go", "vet", "./..."]}}`, product.String())
+	sessionPath := writeSession(t, llm.Script{Conversations: convs})
 
 	args := append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--model", "scripted:" + sessionPath}, db...)
 	code, stdout, stderr := taskloom(t, args...)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,20 +9,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/testkit"
 )
-
-// The golden files of `taskloom plan` are rewritten with
-// go test ./cmd/taskloom -run TestPlan -update.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 const planData = "testdata/plan"
 
@@ -38,7 +26,7 @@ func runPlan(t *testing.T, args ...string) (int, string, string) {
 func requireGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join(planData, name+".golden")
-	if updating() {
+	if testkit.Updating() { // go test -run TestPlan -update rewrites the golden files
 		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
 	}
 	want, err := os.ReadFile(path)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store"
@@ -71,15 +71,6 @@ func reviewScript(t *testing.T, t2Fails bool) string {
 	return path
 }
 
-func reviewGit(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=Test", "-c", "user.email=test@example.com"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return string(out)
-}
-
 // reviewSetup makes a git repo whose run escalates: max_attempts 1 and a
 // verify command that fails when a .txt file says "bad". With 2 workers T1
 // and T2 run side by side and both escalate at once; with 1, T1 escalates
@@ -101,14 +92,9 @@ func reviewSetup(t *testing.T, workers int, dbURL string) (repo, product string)
 // the repo) holding productText; it returns both.
 func notesRepo(t *testing.T, cfg map[string]any, productText string) (repo, product string) {
 	t.Helper()
-	repo = t.TempDir()
-	reviewGit(t, repo, "init", "-q", "-b", "main")
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(repo, ".project-config.json"), data, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# notes\n"), 0o644))
-	reviewGit(t, repo, "add", ".")
-	reviewGit(t, repo, "commit", "-q", "-m", "init")
+	repo = testkit.Repo(t, map[string]string{".project-config.json": string(data), "README.md": "# notes\n"})
 	product = filepath.Join(t.TempDir(), "PRODUCT.md")
 	require.NoError(t, os.WriteFile(product, []byte(productText), 0o644))
 	return repo, product
@@ -208,17 +194,6 @@ func taskStatus(t *testing.T, res graph.Result[nodes.State], id string) planner.
 	return task
 }
 
-func mainFile(t *testing.T, repo, path string) string {
-	t.Helper()
-	cmd := exec.Command("git", "show", "main:"+path)
-	cmd.Dir = repo
-	out, err := cmd.Output()
-	if err != nil {
-		return ""
-	}
-	return string(out)
-}
-
 func TestReviewValidate(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -266,7 +241,7 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 			ref := "refs/taskloom/attempts/" + runID + "/T1/1"
 			require.Contains(t, out, "ref:      "+ref+"\n")
 			require.Contains(t, out, "diff:     git -C "+repo+" show "+ref+"\n")
-			require.Contains(t, reviewGit(t, repo, "show", ref), "+bad notes")
+			require.Contains(t, git(t, repo, "show", ref), "+bad notes")
 			require.Contains(t, errOut, "--task ID --action fixed|retry|skip|abort")
 
 			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T9", "--action", "skip")
@@ -300,8 +275,8 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 			require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
 			require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T1").Status)
 			require.Equal(t, planner.StatusCompleted, taskStatus(t, res, "T2").Status)
-			require.Empty(t, mainFile(t, repo, "notes.txt"), "a skipped task is not integrated")
-			require.Empty(t, reviewGit(t, repo, "for-each-ref", "refs/taskloom/attempts/"+runID+"/"), "kept until the run ends, not after")
+			require.Empty(t, testkit.MainFile(t, repo, "notes.txt"), "a skipped task is not integrated")
+			require.Empty(t, git(t, repo, "for-each-ref", "refs/taskloom/attempts/"+runID+"/"), "kept until the run ends, not after")
 
 			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
 			require.Equal(t, exitError, code)
@@ -327,13 +302,13 @@ func TestReviewFlagsRetryWithNoteAndResume(t *testing.T) {
 	require.Equal(t, planner.StatusCompleted, t1.Status)
 	require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+reviewNote)
 	// Only the conversation that matches the note writes good notes.
-	require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
+	require.Equal(t, "good notes\n", testkit.MainFile(t, repo, "notes.txt"))
 	// The retry's attempt goes on counting: attempt 2 everywhere, the
 	// trailer included.
 	a, ok := nodes.LastAttempt(res.State, "T1")
 	require.True(t, ok)
 	require.Equal(t, 2, a.Attempt)
-	require.Contains(t, reviewGit(t, repo, "log", "--format=%B", "main"), "Taskloom-Task: "+runID+"/T1/2\n")
+	require.Contains(t, git(t, repo, "log", "--format=%B", "main"), "Taskloom-Task: "+runID+"/T1/2\n")
 	require.Contains(t, strings.Join(logTexts(res.State), "\n"), "started T1 (attempt 2, 1 of max_attempts 1): ")
 }
 
@@ -437,7 +412,7 @@ func TestReviewInteractive(t *testing.T) {
 	res := reviewState(t, repo, "", runID)
 	require.Equal(t, planner.StatusCompleted, taskStatus(t, res, "T1").Status)
 	require.Equal(t, planner.StatusSkipped, taskStatus(t, res, "T2").Status)
-	require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
+	require.Equal(t, "good notes\n", testkit.MainFile(t, repo, "notes.txt"))
 }
 
 func TestReviewInteractiveAbortAndResumeNow(t *testing.T) {

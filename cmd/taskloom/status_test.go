@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/internal/report"
 	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/store/storetest"
 )
@@ -86,26 +86,12 @@ type statusRepo struct {
 
 func newStatusRepo(t *testing.T, dbURL string) *statusRepo {
 	t.Helper()
-	dir := t.TempDir()
-	files := map[string]string{
+	dir := testkit.Repo(t, map[string]string{
 		"README.md":            "# tiny\n",
 		"PRODUCT.md":           statusProduct,
 		"PRODUCT_esc.md":       statusEscProduct,
 		".project-config.json": `{"verify": {"command": ["true"]}, "build_verification": {"command": ["true"]}, "max_attempts": 2}`,
-	}
-	for name, content := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644))
-	}
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"config", "user.email", "test@example.com"},
-		{"config", "user.name", "test"},
-		{"add", "."},
-		{"commit", "-q", "-m", "init"},
-	} {
-		out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
+	})
 	script := filepath.Join(t.TempDir(), "session.json")
 	require.NoError(t, os.WriteFile(script, []byte(statusScript), 0o644))
 	r := &statusRepo{dir: dir, script: script}

@@ -2,8 +2,6 @@ package doctor
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -11,23 +9,19 @@ import (
 
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/internal/testkit"
 )
 
 func TestWorkersCheck(t *testing.T) {
 	db := checkpointtest.PostgresURL(t)
 	dir := t.TempDir()
 	repo, remote := filepath.Join(dir, "repo"), filepath.Join(dir, "remote.git")
-	for _, args := range [][]string{{"init", "-q", "-b", "main", repo}, {"init", "-q", "--bare", remote}} {
-		require.NoError(t, exec.Command("git", args...).Run())
-	}
-	git := func(args ...string) {
-		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(repo, "a"), []byte("a"), 0o644))
+	testkit.Git(t, dir, "init", "-q", "-b", "main", repo)
+	testkit.Git(t, dir, "init", "-q", "--bare", remote)
+	git := func(args ...string) { testkit.Git(t, repo, args...) }
+	testkit.WriteFiles(t, repo, map[string]string{"a": "a"})
 	git("add", "a")
-	git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "a")
+	git("commit", "-q", "-m", "a")
 	check := func(dbURL string) Check {
 		checks, err := Run(context.Background(), repo, func(string) (config.Config, error) {
 			c := config.Default()
