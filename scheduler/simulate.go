@@ -120,18 +120,18 @@ func Simulate(tasks []planner.Task, workers int, opts *Opts) Schedule {
 	s.LowerBoundMinutes = max(s.LowerBoundMinutes, total/float64(workers))
 
 	// The event loop.
-	ready := &indexHeap{less: func(a, b int) bool { return g.compare(a, b) < 0 }}
+	ready := &sliceHeap[int]{less: func(a, b int) bool { return g.compare(a, b) < 0 }}
 	for i := range tasks {
 		if runs[i] && indeg[i] == 0 {
 			ready.items = append(ready.items, i)
 		}
 	}
 	heap.Init(ready)
-	free := &indexHeap{less: func(a, b int) bool { return a < b }}
+	free := &sliceHeap[int]{less: func(a, b int) bool { return a < b }}
 	for k := range workers {
 		free.items = append(free.items, k)
 	}
-	var running runningHeap
+	running := sliceHeap[slot]{less: earlierSlot}
 	held := make(map[string]bool)
 	now := 0.0
 	var skipped []int
@@ -212,16 +212,17 @@ func criticalPath(g *graph, deps [][]int, chain []float64, runs []bool) []string
 	return path
 }
 
-type indexHeap struct {
-	items []int
-	less  func(a, b int) bool
+// sliceHeap is a container/heap of T ordered by less.
+type sliceHeap[T any] struct {
+	items []T
+	less  func(a, b T) bool
 }
 
-func (h *indexHeap) Len() int           { return len(h.items) }
-func (h *indexHeap) Less(a, b int) bool { return h.less(h.items[a], h.items[b]) }
-func (h *indexHeap) Swap(a, b int)      { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *indexHeap) Push(x any)         { h.items = append(h.items, x.(int)) }
-func (h *indexHeap) Pop() any {
+func (h *sliceHeap[T]) Len() int           { return len(h.items) }
+func (h *sliceHeap[T]) Less(a, b int) bool { return h.less(h.items[a], h.items[b]) }
+func (h *sliceHeap[T]) Swap(a, b int)      { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *sliceHeap[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *sliceHeap[T]) Pop() any {
 	x := h.items[len(h.items)-1]
 	h.items = h.items[:len(h.items)-1]
 	return x
@@ -232,19 +233,10 @@ type slot struct {
 	end          float64
 }
 
-type runningHeap struct{ items []slot }
-
-func (h *runningHeap) Len() int { return len(h.items) }
-func (h *runningHeap) Less(a, b int) bool {
-	if h.items[a].end != h.items[b].end {
-		return h.items[a].end < h.items[b].end
+// earlierSlot orders running tasks by end time, then by worker.
+func earlierSlot(a, b slot) bool {
+	if a.end != b.end {
+		return a.end < b.end
 	}
-	return h.items[a].worker < h.items[b].worker
-}
-func (h *runningHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *runningHeap) Push(x any)    { h.items = append(h.items, x.(slot)) }
-func (h *runningHeap) Pop() any {
-	x := h.items[len(h.items)-1]
-	h.items = h.items[:len(h.items)-1]
-	return x
+	return a.worker < b.worker
 }
