@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -162,20 +163,21 @@ func join(prefix, name string) string {
 	return prefix + "." + name
 }
 
+// object returns v as an object, or reports that it is not one and
+// returns nil.
+func (c *fileChecker) object(key string, v any) map[string]any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		c.bad(key, "must be an object", v)
+	}
+	return m
+}
+
 func (c *fileChecker) check(key string, v any, n *node) {
 	switch n.kind {
 	case kindObject:
-		m, ok := v.(map[string]any)
-		if !ok {
-			c.bad(key, "must be an object", v)
-			return
-		}
-		names := make([]string, 0, len(m))
-		for name := range m {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
+		m := c.object(key, v)
+		for _, name := range slices.Sorted(maps.Keys(m)) {
 			if f := n.field(name); f != nil {
 				c.check(join(key, name), m[name], f)
 				continue
@@ -187,17 +189,8 @@ func (c *fileChecker) check(key string, v any, n *node) {
 			c.p = append(c.p, e)
 		}
 	case kindMap:
-		m, ok := v.(map[string]any)
-		if !ok {
-			c.bad(key, "must be an object", v)
-			return
-		}
-		names := make([]string, 0, len(m))
-		for name := range m {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
+		m := c.object(key, v)
+		for _, name := range slices.Sorted(maps.Keys(m)) {
 			if strings.TrimSpace(name) == "" || strings.Contains(name, ".") {
 				c.p = append(c.p, &KeyError{Key: join(key, name), Rule: `names must be non-empty and must not contain "."`, Source: c.file})
 				continue

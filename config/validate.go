@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -120,13 +121,7 @@ func (c Config) Validate() error {
 	seen := map[string]bool{}
 	for i, m := range a.CustomModes {
 		key := fmt.Sprintf("agent.custom_modes[%d]", i)
-		switch {
-		case !slugPattern.MatchString(m.Slug):
-			p.add(key+".slug", "must be lowercase letters, digits and \"-\", got %q", m.Slug)
-		case seen[m.Slug]:
-			p.add(key+".slug", "must be unique, %q is used twice", m.Slug)
-		}
-		seen[m.Slug] = true
+		p.uniqueName(key+".slug", m.Slug, slugPattern, `lowercase letters, digits and "-"`, seen)
 		if strings.TrimSpace(m.Name) == "" {
 			p.add(key+".name", "must not be empty")
 		}
@@ -142,15 +137,22 @@ func (c Config) Validate() error {
 		}
 	}
 
-	names := make([]string, 0, len(c.Planner.Keywords))
-	for name := range c.Planner.Keywords {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(c.Planner.Keywords)) {
 		p.nonEmpty("planner.keywords."+name, c.Planner.Keywords[name])
 	}
 	return p.err()
+}
+
+// uniqueName checks the name of one entry of a list: made of chars
+// (pattern) and used by no earlier entry (seen, which it extends).
+func (p *problems) uniqueName(key, name string, pattern *regexp.Regexp, chars string, seen map[string]bool) {
+	switch {
+	case !pattern.MatchString(name):
+		p.add(key, "must be "+chars+", got %q", name)
+	case seen[name]:
+		p.add(key, "must be unique, %q is used twice", name)
+	}
+	seen[name] = true
 }
 
 var serverName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
@@ -161,13 +163,7 @@ func (p *problems) mcpServers(servers []MCPServer) {
 	seen := map[string]bool{}
 	for i, s := range servers {
 		key := fmt.Sprintf("mcp.servers[%d]", i)
-		switch {
-		case !serverName.MatchString(s.Name):
-			p.add(key+".name", "must be letters, digits, \"_\", \".\" and \"-\", got %q", s.Name)
-		case seen[s.Name]:
-			p.add(key+".name", "must be unique, %q is used twice", s.Name)
-		}
-		seen[s.Name] = true
+		p.uniqueName(key+".name", s.Name, serverName, `letters, digits, "_", "." and "-"`, seen)
 		switch {
 		case len(s.Command) > 0 && s.URL != "":
 			p.add(key, "must have either command (stdio) or url (streamable HTTP), not both")
