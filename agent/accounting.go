@@ -1,7 +1,8 @@
 package agent
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
@@ -123,10 +124,5 @@ func (a *Accounting) Run(runID string) Usage {
 func (a *Accounting) Conversations() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ids := make([]string, 0, len(a.convs))
-	for id := range a.convs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(a.convs))
 }

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 )
 
@@ -246,12 +247,7 @@ func (s *MemoryStore) Load(ctx context.Context, id string) (*Record, error) {
 func (s *MemoryStore) IDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.recs))
-	for id := range s.recs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.recs))
 }
 
 // FileStore keeps each conversation in its own folder under Root, named by
