@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -22,7 +23,7 @@ func Example() {
 		{"-c", "user.name=me", "-c", "user.email=me@example.com", "commit", "-q", "--allow-empty", "-m", "start"},
 	} {
 		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = repo, gitEnv()
+		cmd.Dir, cmd.Env = repo, testkit.GitEnv()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			panic(fmt.Sprintf("git %v: %v: %s", args, err, out))
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -56,7 +57,7 @@ func TestGuardPutsBackWhatAWorkerChanged(t *testing.T) {
 			require.NoError(t, err)
 
 			cmd := exec.Command("sh", "-c", tc.script)
-			cmd.Dir, cmd.Env = w.Path, gitEnv()
+			cmd.Dir, cmd.Env = w.Path, testkit.GitEnv()
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
 
@@ -128,7 +129,7 @@ func TestConfineSandboxesAWorker(t *testing.T) {
 	w, err := m.Create(ctx, "r1", "T1", 1)
 	require.NoError(t, err)
 	home := t.TempDir()
-	environ := append(gitEnv(), "HOME="+home, "AWS_SECRET_ACCESS_KEY=aws-secret-value-123")
+	environ := append(testkit.GitEnv(), "HOME="+home, "AWS_SECRET_ACCESS_KEY=aws-secret-value-123")
 	cf, err := m.Confine(w.Path, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: environ})
 	require.NoError(t, err)
 	run := func(script string) proc.Result {
@@ -184,7 +185,7 @@ func TestConfinedRefs(t *testing.T) {
 	require.NoError(t, err)
 	g, err := m.Guard(ctx, w)
 	require.NoError(t, err)
-	cf, err := m.Confine(w.Path, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: gitEnv()})
+	cf, err := m.Confine(w.Path, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: testkit.GitEnv()})
 	require.NoError(t, err)
 	res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Dir: w.Path, Args: []string{"sh", "-c",
 		`echo b > b.txt && git add b.txt && git -c user.name=w -c user.email=w@x commit -q -m work && echo committed;

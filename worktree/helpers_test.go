@@ -4,44 +4,26 @@ import (
 	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/worktree"
 )
 
-// gitEnv runs the tests' own git commands with an identity and no
-// inherited repository.
-func gitEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "GIT_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "GIT_AUTHOR_NAME=test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com", "GIT_CONFIG_NOSYSTEM=1")
-}
-
+// gitT runs git in dir with a test identity and returns its trimmed
+// output.
 func gitT(tb testing.TB, dir string, args ...string) string {
 	tb.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	out, err := cmd.CombinedOutput()
-	require.NoError(tb, err, "git %s: %s", strings.Join(args, " "), out)
-	return strings.TrimSpace(string(out))
+	return strings.TrimSpace(testkit.Git(tb, dir, args...))
 }
 
 func write(tb testing.TB, dir, rel, content string) {
 	tb.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	require.NoError(tb, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(tb, os.WriteFile(p, []byte(content), 0o644))
+	testkit.WriteFiles(tb, dir, map[string]string{rel: content})
 }
 
 func read(tb testing.TB, dir, rel string) string {

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// gitEnv is the environment of the tests' own git commands: an identity,
+// GitEnv is the environment of the tests' own git commands: an identity,
 // no system config, and no GIT_ variable inherited from a git that runs
 // the tests (a hook would point them at its own repository).
-func gitEnv() []string {
+func GitEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "GIT_") {
@@ -28,15 +28,17 @@ func gitEnv() []string {
 		"GIT_COMMITTER_NAME=test", "GIT_COMMITTER_EMAIL=test@example.com", "GIT_CONFIG_NOSYSTEM=1")
 }
 
-// Git runs git in dir and returns what it printed (stdout and stderr); a
-// failure fails the test with that output.
+// Git runs git in dir and returns its stdout; a failure fails the test
+// with what git printed on stderr.
 func Git(tb testing.TB, dir string, args ...string) string {
 	tb.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	out, err := cmd.CombinedOutput()
-	require.NoError(tb, err, "git %s: %s", strings.Join(args, " "), out)
+	cmd.Env = GitEnv()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(tb, err, "git %s: %s", strings.Join(args, " "), stderr.String())
 	return string(out)
 }
 
@@ -69,7 +71,7 @@ func MainFile(tb testing.TB, repo, path string) string {
 	tb.Helper()
 	cmd := exec.Command("git", "show", "main:"+path)
 	cmd.Dir = repo
-	cmd.Env = gitEnv()
+	cmd.Env = GitEnv()
 	out, err := cmd.Output()
 	if err != nil {
 		return ""
