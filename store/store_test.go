@@ -5,10 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/migrations"
-	"github.com/taskloom/taskloom/store"
 	"github.com/taskloom/taskloom/store/postgres"
 	"github.com/taskloom/taskloom/store/sqlite"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -16,14 +13,7 @@ import (
 
 func TestMemory(t *testing.T) {
 	t.Parallel()
-	t.Run("saver", func(t *testing.T) {
-		t.Parallel()
-		checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return storetest.NewMemory(t) })
-	})
-	t.Run("records", func(t *testing.T) {
-		t.Parallel()
-		storetest.RunRecords(t, func(t *testing.T) store.Records { return storetest.NewMemory(t) })
-	})
+	storetest.RunConformance(t, "memory")
 }
 
 // The drivers' migrations are the same versions, each creating the same

@@ -20,14 +20,9 @@ import (
 	"github.com/taskloom/taskloom/store/storetest"
 )
 
-func TestSaver(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return storetest.NewPostgres(t) })
-}
-
-func TestRecords(t *testing.T) {
-	t.Parallel()
-	storetest.RunRecords(t, func(t *testing.T) store.Records { return storetest.NewPostgres(t) })
+	storetest.RunConformance(t, "postgres")
 }
 
 func TestIsURL(t *testing.T) {

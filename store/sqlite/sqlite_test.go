@@ -12,19 +12,13 @@ import (
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/migrations"
-	"github.com/taskloom/taskloom/store"
 	"github.com/taskloom/taskloom/store/sqlite"
 	"github.com/taskloom/taskloom/store/storetest"
 )
 
-func TestSaver(t *testing.T) {
+func TestConformance(t *testing.T) {
 	t.Parallel()
-	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return storetest.NewSQLite(t) })
-}
-
-func TestRecords(t *testing.T) {
-	t.Parallel()
-	storetest.RunRecords(t, func(t *testing.T) store.Records { return storetest.NewSQLite(t) })
+	storetest.RunConformance(t, "sqlite")
 }
 
 func TestPath(t *testing.T) {

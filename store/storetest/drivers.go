@@ -50,6 +50,21 @@ func ForEachDriver(t *testing.T, fn func(t *testing.T, newDriver NewDriverFunc))
 	}
 }
 
+// RunConformance runs the checkpoint saver suite and the records suite on
+// new drivers named name (one of DriverNames): what every driver behind
+// the seam must pass.
+func RunConformance(t *testing.T, name string) {
+	t.Helper()
+	t.Run("saver", func(t *testing.T) {
+		t.Parallel()
+		checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return New(t, name) })
+	})
+	t.Run("records", func(t *testing.T) {
+		t.Parallel()
+		RunRecords(t, func(t *testing.T) store.Records { return New(t, name) })
+	})
+}
+
 // ForEachSaver is ForEachDriver for tests that need only the drivers'
 // checkpoint savers.
 func ForEachSaver(t *testing.T, fn func(t *testing.T, newSaver checkpointtest.NewSaverFunc)) {
