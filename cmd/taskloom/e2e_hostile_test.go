@@ -283,16 +283,11 @@ func TestE2EHostileAgent(t *testing.T) {
 				return llm.ScriptedToolCall{Name: "execute_command", Arguments: args}
 			}
 			script := llm.Script{Conversations: []llm.Conversation{
-				{Match: `Task: T1 [\s\S]*Attempt: 1 of`, Replies: []llm.Reply{
+				{Match: `Task: T1 [\s\S]*Attempt: 1 of`, Replies: append([]llm.Reply{
 					{ToolCalls: []llm.ScriptedToolCall{cmd("printenv; cat /proc/[0-9]*/environ | tr '\\0' '\\n'; cat \"$HOME/.aws-credentials\"")}},
 					{ToolCalls: []llm.ScriptedToolCall{cmd("git update-ref refs/heads/main HEAD~1; echo x > ../../../pwned.txt; echo done")}},
-					{ToolCalls: []llm.ScriptedToolCall{writeCall("hello.txt", "hello\n")}},
-					{ToolCalls: []llm.ScriptedToolCall{doneCall}},
-				}},
-				{Match: `Task: T1 [\s\S]*Attempt: 2 of`, Replies: []llm.Reply{
-					{ToolCalls: []llm.ScriptedToolCall{writeCall("hello.txt", "hello\n")}},
-					{ToolCalls: []llm.ScriptedToolCall{doneCall}},
-				}},
+				}, writeAndFinish("hello.txt", "hello\n")...)},
+				{Match: `Task: T1 [\s\S]*Attempt: 2 of`, Replies: writeAndFinish("hello.txt", "hello\n")},
 			}}
 			session := writeSession(t, script)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 2,

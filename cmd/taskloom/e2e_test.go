@@ -80,14 +80,15 @@ func greetRepo(t *testing.T, name, config, product string) string {
 	})
 }
 
-// writeCall is the scripted model's call that writes content to path.
-func writeCall(path, content string) llm.ScriptedToolCall {
+// writeAndFinish is a scripted attempt's replies: write content to path,
+// then finish.
+func writeAndFinish(path, content string) []llm.Reply {
 	args, _ := json.Marshal(map[string]string{"path": path, "content": content})
-	return llm.ScriptedToolCall{Name: "write_to_file", Arguments: args}
+	return []llm.Reply{
+		{ToolCalls: []llm.ScriptedToolCall{{Name: "write_to_file", Arguments: args}}},
+		{ToolCalls: []llm.ScriptedToolCall{{Name: "attempt_completion", Arguments: json.RawMessage(`{"result": "done"}`)}}},
+	}
 }
-
-// doneCall is the scripted model's call that ends an attempt.
-var doneCall = llm.ScriptedToolCall{Name: "attempt_completion", Arguments: json.RawMessage(`{"result": "done"}`)}
 
 // writeSession writes a scripted session to a file and returns its path.
 func writeSession(t *testing.T, s llm.Script) string {
@@ -458,19 +459,10 @@ func TestE2EBuildVerificationRevertsCulprit(t *testing.T) {
 - priority: high
 `)
 	script := llm.Script{Conversations: []llm.Conversation{
-		{Match: `Task: T1 `, Replies: []llm.Reply{
-			{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/en.go", "package greet\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n")}},
-			{ToolCalls: []llm.ScriptedToolCall{doneCall}},
-		}},
-		{Match: `Task: T2 [\s\S]*Attempt: 1 of`, Replies: []llm.Reply{
-			// A second Hello: fine alone, a duplicate beside T1's.
-			{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/fr.go", "package greet\n\n// Hello greets in French.\nfunc Hello() string { return \"bonjour\" }\n")}},
-			{ToolCalls: []llm.ScriptedToolCall{doneCall}},
-		}},
-		{Match: `Task: T2 [\s\S]*Attempt: 2 of`, Replies: []llm.Reply{
-			{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/fr.go", "package greet\n\n// Bonjour greets in French.\nfunc Bonjour() string { return \"bonjour\" }\n")}},
-			{ToolCalls: []llm.ScriptedToolCall{doneCall}},
-		}},
+		{Match: `Task: T1 `, Replies: writeAndFinish("greet/en.go", "package greet\n\n// Hello greets.\nfunc Hello() string { return \"hello\" }\n")},
+		// A second Hello: fine alone, a duplicate beside T1's.
+		{Match: `Task: T2 [\s\S]*Attempt: 1 of`, Replies: writeAndFinish("greet/fr.go", "package greet\n\n// Hello greets in French.\nfunc Hello() string { return \"bonjour\" }\n")},
+		{Match: `Task: T2 [\s\S]*Attempt: 2 of`, Replies: writeAndFinish("greet/fr.go", "package greet\n\n// Bonjour greets in French.\nfunc Bonjour() string { return \"bonjour\" }\n")},
 	}}
 	sessionPath := writeSession(t, script)
 

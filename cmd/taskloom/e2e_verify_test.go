@@ -37,16 +37,10 @@ func testE2EBisection(t *testing.T, db []string) {
 			// Fine alone; a duplicate beside the other.
 			src += "\n// Shared is defined twice once T1 and T3 are both on main.\nfunc Shared() int { return " + fmt.Sprint(i) + " }\n"
 		}
-		convs = append(convs, llm.Conversation{Match: fmt.Sprintf(`Task: %s [\s\S]*Attempt: 1 of`, id), Replies: []llm.Reply{
-			{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/"+name+".go", src)}},
-			{ToolCalls: []llm.ScriptedToolCall{doneCall}},
-		}})
+		convs = append(convs, llm.Conversation{Match: fmt.Sprintf(`Task: %s [\s\S]*Attempt: 1 of`, id), Replies: writeAndFinish("greet/"+name+".go", src)})
 	}
 	// T3's retry, told that it clashes with T1, drops its Shared.
-	convs = append(convs, llm.Conversation{Match: `Task: T3 [\s\S]*Attempt: 2 of[\s\S]*together with T1`, Replies: []llm.Reply{
-		{ToolCalls: []llm.ScriptedToolCall{writeCall("greet/f3.go", "package greet\n\n// F3 greets.\nfunc F3() string { return \"f3\" }\n")}},
-		{ToolCalls: []llm.ScriptedToolCall{doneCall}},
-	}})
+	convs = append(convs, llm.Conversation{Match: `Task: T3 [\s\S]*Attempt: 2 of[\s\S]*together with T1`, Replies: writeAndFinish("greet/f3.go", "package greet\n\n// F3 greets.\nfunc F3() string { return \"f3\" }\n")})
 	dir := greetRepo(t, "queue", `{"parallel_workers": 4, "max_attempts": 3, "verify": {"command": ["go", "test", "./..."]}, "build_verification": {"command": ["go", "vet", "./..."]}}`, product.String())
 	sessionPath := writeSession(t, llm.Script{Conversations: convs})
 
