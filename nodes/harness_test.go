@@ -17,6 +17,7 @@ import (
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store"
 	"github.com/taskloom/taskloom/verify"
@@ -45,7 +46,7 @@ func newTestRepo(t *testing.T, files map[string]string) string {
 	dir := t.TempDir()
 	all := maps.Clone(baseFiles)
 	maps.Copy(all, files)
-	writeFiles(t, dir, all)
+	testkit.WriteFiles(t, dir, all)
 	gitT(t, dir, "init", "-q", "-b", "main")
 	gitT(t, dir, "add", "-A")
 	gitT(t, dir, "commit", "-q", "-m", "init")
@@ -53,25 +54,11 @@ func newTestRepo(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-func writeFiles(t testing.TB, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		path := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
-	}
-}
-
 // gitT runs git in dir as a user would, with an identity, and returns its
 // trimmed output.
 func gitT(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	env := append(worktree.GitEnv(), "GIT_AUTHOR_NAME=user", "GIT_AUTHOR_EMAIL=user@example.com",
-		"GIT_COMMITTER_NAME=user", "GIT_COMMITTER_EMAIL=user@example.com")
-	res, err := proc.Run(context.Background(), proc.Cmd{Args: append([]string{"git"}, args...), Dir: dir, Env: env})
-	require.NoError(t, err)
-	require.Zero(t, res.ExitCode, "git %s: %s", strings.Join(args, " "), res.Stderr)
-	return strings.TrimSpace(res.Stdout)
+	return strings.TrimSpace(testkit.Git(t, dir, args...))
 }
 
 // trailers returns the Taskloom-Task trailers of main's commits, oldest

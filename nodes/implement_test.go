@@ -15,6 +15,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -192,7 +193,7 @@ func TestIntegrateConflict(t *testing.T) {
 				if point == "integrate:before" {
 					// The user commits on main meanwhile.
 					once.Do(func() {
-						writeFiles(t, dir, map[string]string{"calc/calc.go": "// Package calc is the user's.\npackage calc\n"})
+						testkit.WriteFiles(t, dir, map[string]string{"calc/calc.go": "// Package calc is the user's.\npackage calc\n"})
 						gitT(t, dir, "commit", "-q", "-am", "user change")
 					})
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -190,7 +191,7 @@ func TestWorktreeDiff(t *testing.T) {
 		{"calc/new.go": "package calc\n\n// x\n"},
 		{"calc/calc.go": "package calc\n\n// changed\n"},
 	} {
-		writeFiles(t, dir, files)
+		testkit.WriteFiles(t, dir, files)
 		d, err := WorktreeDiff(ctx, dir)
 		require.NoError(t, err)
 		require.False(t, seen[d], "the report changed after writing %v", files)

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/testkit"
 )
 
 func readVerifyTestdata(t *testing.T, name string) []byte {
@@ -243,7 +245,7 @@ func TestParseJestJSON(t *testing.T) {
 func TestPrepare(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"package.json": `{"scripts": {"test": "tsc -p . && jest --ci", "test:unit": "vitest", "lint": "jest && eslint .",
 			"pytest": "pytest -q", "gotest": "go test ./..."}}`,
 		"Makefile": "GO ?= go\n\n.PHONY: test\nbuild:\n\tgo build ./...\n\ntest:\n\t@go test -race ./...\n\npy:\n\tpython3 -m pytest tests\n\nall: build\n\tgo vet ./...\n\tgo test ./...\n",
@@ -472,16 +474,6 @@ func TestRunKillsTheProcessGroup(t *testing.T) {
 	require.True(t, processExits(t, pid, 10*time.Second), "the background child %d was killed with its group", pid)
 }
 
-// writeFiles writes files (path → content) under dir.
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-	}
-}
-
 // goEnv keeps go test on the installed toolchain and out of any
 // workspace around the temp dir.
 var goEnv = []string{"GOTOOLCHAIN=local", "GOWORK=off", "GOFLAGS="}
@@ -490,7 +482,7 @@ func TestVerifyGoTest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
+	testkit.WriteFiles(t, dir, map[string]string{
 		"go.mod":           "module example.com/v\n\ngo 1.21\n",
 		"sum/sum.go":       "package sum\n\nfunc Sum(a, b int) int { return a + b }\n",
 		"sum/sum_test.go":  "package sum\n\nimport \"testing\"\n\nfunc TestSum(t *testing.T) {\n\tif Sum(2, 2) != 4 {\n\t\tt.Fatal(\"Sum(2, 2) != 4\")\n\t}\n}\n",
@@ -645,7 +637,7 @@ func TestVerifyExitCode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"a.txt": "a", "sub/b.txt": "b"})
+	testkit.WriteFiles(t, dir, map[string]string{"a.txt": "a", "sub/b.txt": "b"})
 
 	t.Run("nothing to run, files exist", func(t *testing.T) {
 		t.Parallel()
