@@ -53,14 +53,22 @@ func setupStore(t *testing.T, newDriver storetest.NewDriverFunc) (*nodes.Store, 
 	return s, clock
 }
 
+// forEachStore runs fn in parallel subtests, one per driver, each on a new
+// store from setupStore.
+func forEachStore(t *testing.T, fn func(t *testing.T, ctx context.Context, s *nodes.Store, clock *stepClock)) {
+	t.Helper()
+	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
+		t.Parallel()
+		s, clock := setupStore(t, newDriver)
+		fn(t, context.Background(), s, clock)
+	})
+}
+
 func micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 func TestStoreRuns(t *testing.T) {
 	t.Parallel()
-	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
-		t.Parallel()
-		ctx := context.Background()
-		s, clock := setupStore(t, newDriver)
+	forEachStore(t, func(t *testing.T, ctx context.Context, s *nodes.Store, clock *stepClock) {
 
 		_, err := s.LatestRun(ctx, "")
 		require.ErrorIs(t, err, nodes.ErrRunNotFound)
@@ -172,10 +180,7 @@ func record(id, parent, root string, turns int) *agent.Record {
 
 func TestStoreHistories(t *testing.T) {
 	t.Parallel()
-	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
-		t.Parallel()
-		ctx := context.Background()
-		s, _ := setupStore(t, newDriver)
+	forEachStore(t, func(t *testing.T, ctx context.Context, s *nodes.Store, _ *stepClock) {
 		h := s.Histories("run-1")
 
 		_, err := h.Load(ctx, "run-1/T1/1")
@@ -253,10 +258,7 @@ func TestStoreHistories(t *testing.T) {
 
 func TestStoreHistoriesExport(t *testing.T) {
 	t.Parallel()
-	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
-		t.Parallel()
-		ctx := context.Background()
-		s, _ := setupStore(t, newDriver)
+	forEachStore(t, func(t *testing.T, ctx context.Context, s *nodes.Store, _ *stepClock) {
 		h := s.Histories("run-1")
 
 		root := record("run-1/T1/1", "", "run-1/T1/1", 2)
@@ -296,10 +298,7 @@ func requireFileJSON(t *testing.T, path string, want any) {
 
 func TestStoreHistoriesConcurrentSaves(t *testing.T) {
 	t.Parallel()
-	storetest.ForEachDriver(t, func(t *testing.T, newDriver storetest.NewDriverFunc) {
-		t.Parallel()
-		ctx := context.Background()
-		s, _ := setupStore(t, newDriver)
+	forEachStore(t, func(t *testing.T, ctx context.Context, s *nodes.Store, _ *stepClock) {
 		h := s.Histories("run-1")
 		const writers, versions = 4, 15
 		shared := "run-1/T0/1"
