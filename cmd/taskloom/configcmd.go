@@ -20,12 +20,7 @@ type configOpts struct {
 
 func newConfigCmd(a *app) *cobra.Command {
 	o := &configOpts{}
-	cmd := &cobra.Command{
-		Use:   "config",
-		Short: "Print the effective config and where each value comes from (default, file, env, flag)",
-		Args:  cobra.NoArgs,
-		RunE:  optsRunE(a, o),
-	}
+	cmd := noArgsCmd(a, o, "config", "Print the effective config and where each value comes from (default, file, env, flag)")
 	f := cmd.Flags()
 	f.StringVar(&o.Repo, "repo", ".", "the repo whose .project-config.json is read")
 	f.StringVar(&o.ConfigFile, "config", "", "a config file to read instead of the repo's")

@@ -35,12 +35,7 @@ func (o *demoOpts) Validate() error {
 
 func newDemoCmd(a *app) *cobra.Command {
 	o := &demoOpts{}
-	cmd := &cobra.Command{
-		Use:   "demo",
-		Short: "Run the bundled example end to end, offline, with 2 parallel workers",
-		Args:  cobra.NoArgs,
-		RunE:  optsRunE(a, o),
-	}
+	cmd := noArgsCmd(a, o, "demo", "Run the bundled example end to end, offline, with 2 parallel workers")
 	cmd.Flags().StringVar(&o.Dir, "dir", "", "where to create the example repo (default: a new temporary folder)")
 	cmd.Flags().String("db", "", "store URL (default: SQLite in <dir>/.taskloom/taskloom.db)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print one JSON object per event")

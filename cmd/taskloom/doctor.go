@@ -17,12 +17,7 @@ type doctorOpts struct{ repoOpts }
 
 func newDoctorCmd(a *app) *cobra.Command {
 	o := &doctorOpts{}
-	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check what a run needs (git, repo, store, model key, verify command, sandbox) and say what to fix",
-		Args:  cobra.NoArgs,
-		RunE:  optsRunE(a, o),
-	}
+	cmd := noArgsCmd(a, o, "doctor", "Check what a run needs (git, repo, store, model key, verify command, sandbox) and say what to fix")
 	f := cmd.Flags()
 	f.StringVar(&o.Repo, "repo", ".", "the git repo to check")
 	f.String("db", "", "store URL: postgres://… or a SQLite path (default: <repo>/.taskloom/taskloom.db)")

@@ -18,12 +18,7 @@ type initOpts struct{ repoOpts }
 
 func newInitCmd(a *app) *cobra.Command {
 	o := &initOpts{}
-	cmd := &cobra.Command{
-		Use:   "init",
-		Short: "Write .project-config.json with the defaults and keep .taskloom/ out of git",
-		Args:  cobra.NoArgs,
-		RunE:  optsRunE(a, o),
-	}
+	cmd := noArgsCmd(a, o, "init", "Write .project-config.json with the defaults and keep .taskloom/ out of git")
 	cmd.Flags().StringVar(&o.Repo, "repo", ".", "the git repo to set up")
 	return cmd
 }

@@ -169,6 +169,11 @@ func runIDRunE(a *app, o runIDOpts, runID *string) func(*cobra.Command, []string
 	}
 }
 
+// noArgsCmd is a command without arguments that validates o and runs it.
+func noArgsCmd(a *app, o runIDOpts, use, short string) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs, RunE: optsRunE(a, o)}
+}
+
 // optsRunE returns a RunE that validates o and runs it.
 func optsRunE(a *app, o runIDOpts) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {

@@ -37,12 +37,7 @@ func newStatusCmd(a *app) *cobra.Command {
 
 func newRunsCmd(a *app) *cobra.Command {
 	o := &statusOpts{List: true}
-	cmd := &cobra.Command{
-		Use:   "runs",
-		Short: "List the runs in the store: ID, PRODUCT.md, status, started, progress",
-		Args:  cobra.NoArgs,
-		RunE:  optsRunE(a, o),
-	}
+	cmd := noArgsCmd(a, o, "runs", "List the runs in the store: ID, PRODUCT.md, status, started, progress")
 	addStoreFlags(cmd.Flags(), &o.Repo)
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the runs as a JSON array")
 	return cmd
