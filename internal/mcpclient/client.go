@@ -165,11 +165,7 @@ func (c *Client) Servers(ctx context.Context) []agent.MCPServer {
 
 // CallTool validates args against the tool's input schema and calls it.
 func (c *Client) CallTool(ctx context.Context, serverName, tool string, args map[string]any) (agent.MCPResult, error) {
-	s, err := c.server(serverName)
-	if err != nil {
-		return agent.MCPResult{}, err
-	}
-	st, err := s.session(ctx)
+	s, st, err := c.connected(ctx, serverName)
 	if err != nil {
 		return agent.MCPResult{}, err
 	}
@@ -204,11 +200,7 @@ func (c *Client) CallTool(ctx context.Context, serverName, tool string, args map
 
 // ReadResource reads a resource of a server.
 func (c *Client) ReadResource(ctx context.Context, serverName, uri string) (agent.MCPResult, error) {
-	s, err := c.server(serverName)
-	if err != nil {
-		return agent.MCPResult{}, err
-	}
-	st, err := s.session(ctx)
+	s, st, err := c.connected(ctx, serverName)
 	if err != nil {
 		return agent.MCPResult{}, err
 	}
@@ -223,6 +215,17 @@ func (c *Client) ReadResource(ctx context.Context, serverName, uri string) (agen
 		parts = append(parts, resourceText(rc))
 	}
 	return agent.MCPResult{Text: strings.Join(parts, "\n")}, nil
+}
+
+// connected returns the server named name and its session, started if
+// it was not yet.
+func (c *Client) connected(ctx context.Context, name string) (*server, *state, error) {
+	s, err := c.server(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := s.session(ctx)
+	return s, st, err
 }
 
 func (c *Client) server(name string) (*server, error) {
