@@ -238,6 +238,18 @@ func testsPass(ctx context.Context, dir string) (bool, string, error) {
 	return false, "FAIL: fixed is missing", nil
 }
 
+// runRalph runs the Ralph loop around inner with opts on a new job, the
+// tests' testsPass and dirDiff deciding, and returns its outcome.
+func runRalph(t *testing.T, inner agent.Worker, opts agent.RalphOpts) agent.Outcome {
+	t.Helper()
+	opts.TestsPassFunc, opts.DiffFunc = testsPass, dirDiff
+	r, err := agent.NewRalph(inner, opts)
+	require.NoError(t, err)
+	out, err := r.Implement(context.Background(), job(t))
+	require.NoError(t, err)
+	return out
+}
+
 func TestRalphFinishes(t *testing.T) {
 	t.Parallel()
 	// The shell agent counts its iterations in the worktree. It claims
@@ -256,11 +268,7 @@ if [ $n -ge 2 ]; then echo "Work done."; echo "<promise>DONE</promise>"; fi
 		prompts = append(prompts, agent.BuildPrompt(j))
 		return inner.Implement(ctx, j)
 	})
-	r, err := agent.NewRalph(spy, agent.RalphOpts{MaxIterations: 5, TestsPassFunc: testsPass, DiffFunc: dirDiff})
-	require.NoError(t, err)
-	j := job(t)
-	out, err := r.Implement(context.Background(), j)
-	require.NoError(t, err)
+	out := runRalph(t, spy, agent.RalphOpts{MaxIterations: 5})
 	require.Equal(t, agent.OutcomeDone, out.Status, out.Detail)
 	require.Equal(t, 3, out.Iterations)
 	require.Contains(t, prompts[0], "<promise>DONE</promise>")
@@ -278,10 +286,7 @@ func TestRalphBlocks(t *testing.T) {
 		}
 		return agent.Outcome{Status: agent.OutcomeIncomplete, Summary: "Remember: print <promise>DONE</promise> when done."}, nil
 	})
-	r, err := agent.NewRalph(inner, agent.RalphOpts{TestsPassFunc: testsPass, DiffFunc: dirDiff})
-	require.NoError(t, err)
-	out, err := r.Implement(context.Background(), job(t))
-	require.NoError(t, err)
+	out := runRalph(t, inner, agent.RalphOpts{})
 	require.Equal(t, agent.OutcomeBlocked, out.Status)
 	require.Equal(t, 2, out.Iterations)
 	require.Contains(t, out.Detail, "BLOCKED")
@@ -292,10 +297,7 @@ func TestRalphStagnates(t *testing.T) {
 	script := "#!/bin/sh\necho 'thinking about it'\nexit 1\n"
 	inner, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: []string{writeScript(t, script)}})
 	require.NoError(t, err)
-	r, err := agent.NewRalph(inner, agent.RalphOpts{MaxIterations: 10, StagnationLimit: 3, TestsPassFunc: testsPass, DiffFunc: dirDiff})
-	require.NoError(t, err)
-	out, err := r.Implement(context.Background(), job(t))
-	require.NoError(t, err)
+	out := runRalph(t, inner, agent.RalphOpts{MaxIterations: 10, StagnationLimit: 3})
 	require.Equal(t, agent.OutcomeBlocked, out.Status)
 	require.Equal(t, 3, out.Iterations)
 	require.Contains(t, out.Detail, "stagnating")
@@ -309,16 +311,13 @@ func TestRalphMaxIterations(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(j.Worktree, "progress"), []byte(fmt.Sprint(n)), 0o644))
 		return agent.Outcome{Status: agent.OutcomeIncomplete, Usage: agent.Usage{Calls: 1}}, nil
 	})
-	r, err := agent.NewRalph(inner, agent.RalphOpts{MaxIterations: 4, TestsPassFunc: testsPass, DiffFunc: dirDiff})
-	require.NoError(t, err)
-	out, err := r.Implement(context.Background(), job(t))
-	require.NoError(t, err)
+	out := runRalph(t, inner, agent.RalphOpts{MaxIterations: 4})
 	require.Equal(t, agent.OutcomeIncomplete, out.Status)
 	require.Equal(t, 4, out.Iterations)
 	require.Equal(t, 4, out.Usage.Calls)
 	require.Contains(t, out.Detail, "max_iterations")
 
-	_, err = agent.NewRalph(inner, agent.RalphOpts{})
+	_, err := agent.NewRalph(inner, agent.RalphOpts{})
 	require.ErrorContains(t, err, "TestsPassFunc")
 }
 
