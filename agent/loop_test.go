@@ -97,6 +97,14 @@ func TestMalformedJSONCountsAsMistake(t *testing.T) {
 	require.Empty(t, entries)
 }
 
+// callThenComplete is a script whose model makes the tool call call (a
+// JSON object), then completes.
+func callThenComplete(call string) string {
+	return `{"conversations": [{"match": ".", "replies": [
+	  {"tool_calls": [` + call + `]},
+	  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "ok"}}]}]}]}`
+}
+
 func TestToolNotAllowedInMode(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -115,9 +123,7 @@ func TestToolNotAllowedInMode(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := setup(t, `{"conversations": [{"match": ".", "replies": [
-			  {"tool_calls": [`+tc.call+`]},
-			  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "ok"}}]}]}]}`, nil)
+			e := setup(t, callThenComplete(tc.call), nil)
 			res := e.run(t, "c1", "Do it", tc.mode)
 			require.Equal(t, agent.ReasonCompleted, res.Reason, res.Detail)
 			rec := e.load(t, "c1")
@@ -175,9 +181,7 @@ func TestPathEscape(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := setup(t, `{"conversations": [{"match": ".", "replies": [
-			  {"tool_calls": [`+tc.call+`]},
-			  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "ok"}}]}]}]}`, nil)
+			e := setup(t, callThenComplete(tc.call), nil)
 			if tc.prepare != nil {
 				tc.prepare(t, e.wt)
 			}
