@@ -242,7 +242,30 @@ func (m *Manager) deleteBranch(ctx context.Context, branch, sha string) error {
 		return byGit()
 	}
 	lock.Close()
-	defer os.Remove(path + ".lock")
+	err = m.deleteLockedRef(ref, path, sha)
+	// The lock goes before the folders are pruned: it sits in the ref's
+	// folder, which would never be empty otherwise.
+	if rerr := os.Remove(path + ".lock"); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return err
+	}
+	// As git does, drop the folders the ref leaves empty. Left behind, one
+	// per task, they would slow every later listing of refs, git's and ours.
+	for _, top := range []string{filepath.Join(m.commonDir, "refs", "heads"), filepath.Join(m.commonDir, "logs", "refs", "heads")} {
+		for d := filepath.Dir(filepath.Join(top, filepath.FromSlash(branch))); d != top && strings.HasPrefix(d, top); d = filepath.Dir(d) {
+			if os.Remove(d) != nil {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// deleteLockedRef deletes the loose ref at path and its reflog, when it
+// points at sha ("" for any commit). The caller holds the ref's lock.
+func (m *Manager) deleteLockedRef(ref, path, sha string) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -259,14 +282,6 @@ func (m *Manager) deleteBranch(ctx context.Context, branch, sha string) error {
 	logPath := filepath.Join(m.commonDir, "logs", filepath.FromSlash(ref))
 	if err := os.Remove(logPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
-	}
-	// As git does, drop the folders the ref leaves empty.
-	for _, top := range []string{filepath.Join(m.commonDir, "refs", "heads"), filepath.Join(m.commonDir, "logs", "refs", "heads")} {
-		for d := filepath.Dir(filepath.Join(top, filepath.FromSlash(branch))); d != top && strings.HasPrefix(d, top); d = filepath.Dir(d) {
-			if os.Remove(d) != nil {
-				break
-			}
-		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package worktree_test
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,4 +99,42 @@ func snapshotFiles(tb testing.TB, dir string) map[string]string {
 		return nil
 	}))
 	return files
+}
+
+// Removing attempts leaves no empty folder under refs/heads or
+// logs/refs/heads: git reads every folder there whenever it lists refs, so
+// one left per task would make each later task slower.
+func TestRemoveLeavesNoEmptyRefFolders(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"README.md": "hello\n"})
+	m := open(t, repo, nil)
+	for i, task := range []string{"T1", "T2", "T3"} {
+		w, err := m.Create(ctx, "r1", task, 1)
+		require.NoError(t, err)
+		write(t, w.Path, task+".txt", task)
+		_, _, err = m.Commit(ctx, w, task)
+		require.NoError(t, err)
+		if i < 2 { // the last attempt is removed without being integrated
+			_, err = m.Integrate(ctx, w)
+			require.NoError(t, err)
+		}
+		require.NoError(t, m.Remove(ctx, w))
+	}
+	for _, dir := range []string{"refs/heads", "logs/refs/heads"} {
+		var left []string
+		root := filepath.Join(repo, ".git", filepath.FromSlash(dir))
+		require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			if rel != "." {
+				left = append(left, filepath.ToSlash(rel))
+			}
+			return nil
+		}))
+		require.Equal(t, []string{"main"}, left, "what %s holds", dir)
+	}
+	require.Equal(t, "refs/taskloom/attempts/r1/T3/1", gitT(t, repo, "for-each-ref", "--format=%(refname)", "refs/taskloom/"))
 }
