@@ -110,17 +110,11 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 	if err != nil {
 		return out, err
 	}
-	// One live run per repo and branch, held while this process lives.
-	unlock, err := p.Repo.LockBranch(ctx, out.RunID)
+	release, err := s.hold(ctx, p, out.RunID, meta)
 	if err != nil {
 		return out, err
 	}
-	defer unlock()
-	stop, err := s.distribute(ctx, p, meta)
-	if err != nil {
-		return out, err
-	}
-	defer stop()
+	defer release()
 	metaJSON, _ := json.Marshal(meta)
 	out.View = s.show(o.View, out.RunID, meta)
 	out.View.Started(product, s.Repo, p.Repo.MainBranch(), false)
@@ -181,22 +175,11 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	if err != nil {
 		return out, err
 	}
-	// One live run per repo and branch: this one, while this process
-	// lives. A second resume of the same run is told who drives it.
-	unlock, err := p.Repo.LockBranch(ctx, run.ID)
-	var live *worktree.LiveError
-	if errors.As(err, &live) && live.Run == run.ID {
-		return out, fmt.Errorf("run %s is being driven by another process (pid %d, host %s); wait for it to finish or stop it", run.ID, live.PID, live.Host)
-	}
+	release, err := s.hold(ctx, p, run.ID, meta)
 	if err != nil {
 		return out, err
 	}
-	defer unlock()
-	stop, err := s.distribute(ctx, p, meta)
-	if err != nil {
-		return out, err
-	}
-	defer stop()
+	defer release()
 	v := s.show(o.View, run.ID, meta)
 	v.Started("", "", p.Repo.MainBranch(), true)
 	warnSandbox(o.Warn)
@@ -222,6 +205,30 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	out.Result, err = runner.Resume(ctx, run.ID, opts)
 	s.syncBehind()
 	return out, BusyMessage(run.ID, err)
+}
+
+// hold takes what driving run needs while this process lives: the one
+// live run of its repo and branch (a second driver of the same run is told
+// who drives it), and the queue's workers when its attempts go there. The
+// returned function lets both go.
+func (s *Session) hold(ctx context.Context, p *nodes.Pipeline, runID string, meta Meta) (release func(), err error) {
+	unlock, err := p.Repo.LockBranch(ctx, runID)
+	var live *worktree.LiveError
+	if errors.As(err, &live) && live.Run == runID {
+		return nil, fmt.Errorf("run %s is being driven by another process (pid %d, host %s); wait for it to finish or stop it", runID, live.PID, live.Host)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stop, err := s.distribute(ctx, p, meta)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return func() {
+		stop()
+		unlock()
+	}, nil
 }
 
 // fork starts a new run from a checkpoint of run and returns its ID.
