@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,10 +32,14 @@ import (
 //   - tasks=40: ms/task is the run's wall time per task, raw_ms/task the
 //     raw loop's, ratio_vs_raw the first over the second, git_calls/task the
 //     git subprocesses the run started per task.
-//   - tasks=300: how the cost grows with the repository: first10_ms/task
-//     and last10_ms/task are the mean time from one worker call to the
-//     next over the first and the last 10 tasks (raw_first10_ms/task and
-//     raw_last10_ms/task the raw loop's).
+//   - tasks=300: how the cost grows with the repository and the run.
+//     first_ms/task and last_ms/task are the median time from one worker
+//     call to the next over the first and the last tenth of the tasks,
+//     growth the second over the first; cpu_first_ms/task,
+//     cpu_last_ms/task and cpu_growth the same in CPU time (the process
+//     and its git and verify children), which the machine's changing load
+//     hardly moves, unlike wall time over a run this long. raw_growth and
+//     raw_cpu_growth are the raw loop's.
 func BenchmarkPipelineOverhead(b *testing.B) {
 	for _, c := range []struct{ tasks, workers int }{{40, 1}, {40, 4}, {300, 1}} {
 		b.Run(fmt.Sprintf("tasks=%d/workers=%d", c.tasks, c.workers), func(b *testing.B) {
@@ -68,41 +73,76 @@ func benchPipeline(b *testing.B, tasks, workers int) {
 	b.ReportMetric(raw.wall.Seconds()*1000/per, "raw_ms/task")
 	b.ReportMetric(float64(ours.wall)/float64(raw.wall), "ratio_vs_raw")
 	b.ReportMetric(float64(ours.gitCalls)/per, "git_calls/task")
-	if tasks >= 20 {
-		b.ReportMetric(ours.first.Seconds()*1000/float64(n), "first10_ms/task")
-		b.ReportMetric(ours.last.Seconds()*1000/float64(n), "last10_ms/task")
-		b.ReportMetric(raw.first.Seconds()*1000/float64(n), "raw_first10_ms/task")
-		b.ReportMetric(raw.last.Seconds()*1000/float64(n), "raw_last10_ms/task")
+	if tasks >= growthTasks {
+		ms := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
+		b.ReportMetric(ms(ours.first), "first_ms/task")
+		b.ReportMetric(ms(ours.last), "last_ms/task")
+		b.ReportMetric(float64(ours.last)/float64(ours.first), "growth")
+		if ours.cpuFirst > 0 {
+			b.ReportMetric(ms(ours.cpuFirst), "cpu_first_ms/task")
+			b.ReportMetric(ms(ours.cpuLast), "cpu_last_ms/task")
+			b.ReportMetric(float64(ours.cpuLast)/float64(ours.cpuFirst), "cpu_growth")
+			b.ReportMetric(float64(raw.cpuLast)/float64(raw.cpuFirst), "raw_cpu_growth")
+		}
+		b.ReportMetric(float64(raw.last)/float64(raw.first), "raw_growth")
 	}
 }
+
+// growthTasks is the smallest run whose growth is reported: its tenths
+// must hold enough tasks for a median.
+const growthTasks = 100
+
+// mark is when a task started, in wall time and in CPU time.
+type mark struct {
+	wall time.Time
+	cpu  time.Duration
+}
+
+func markNow() mark { return mark{wall: time.Now(), cpu: cpuTime()} }
 
 // benchTimes sums what the runs of one side took.
 type benchTimes struct {
 	wall        time.Duration
-	first, last time.Duration // mean per task over the first and last 10
 	gitCalls    int64
+	first, last time.Duration // median per task over the first and last tenth
+	// mean CPU time per task over the first and last tenth
+	cpuFirst, cpuLast time.Duration
 }
 
-func (t *benchTimes) add(wall time.Duration, marks []time.Time, gitCalls int64) {
+func (t *benchTimes) add(wall time.Duration, marks []mark, gitCalls int64) {
 	t.wall += wall
 	t.gitCalls += gitCalls
-	if len(marks) > 20 {
-		t.first += marks[10].Sub(marks[0]) / 10
-		t.last += marks[len(marks)-1].Sub(marks[len(marks)-11]) / 10
+	if len(marks) < growthTasks {
+		return
 	}
+	w := len(marks) / 10
+	span := func(from int) (wallMedian, cpuMean time.Duration) {
+		d := make([]time.Duration, w)
+		for i := range w {
+			d[i] = marks[from+i+1].wall.Sub(marks[from+i].wall)
+		}
+		slices.Sort(d)
+		return d[w/2], (marks[from+w].cpu - marks[from].cpu) / time.Duration(w)
+	}
+	first, cpuFirst := span(0)
+	last, cpuLast := span(len(marks) - 1 - w)
+	t.first += first
+	t.last += last
+	t.cpuFirst += cpuFirst
+	t.cpuLast += cpuLast
 }
 
 // benchRun runs the pipeline once on tasks independent tasks in a new
 // repository and returns its wall time, when each worker call started,
 // and the git subprocesses it started.
-func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID string, tasks, workers int) (time.Duration, []time.Time, int64) {
+func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID string, tasks, workers int) (time.Duration, []mark, int64) {
 	b.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
-	var marks []time.Time
+	var marks []mark
 	worker := agent.WorkerFunc(func(_ context.Context, job agent.Job) (agent.Outcome, error) {
 		mu.Lock()
-		marks = append(marks, time.Now())
+		marks = append(marks, markNow())
 		mu.Unlock()
 		for _, f := range job.Task.FilesToCreate {
 			if err := os.WriteFile(filepath.Join(job.Worktree, f), []byte(job.Task.ID+"\n"), 0o644); err != nil {
@@ -149,15 +189,15 @@ func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID
 // benchRawLoop does the same tasks as benchRun with the fewest git
 // commands, in a new repository whose main is checked out as in benchRun,
 // and returns its wall time and when each task started.
-func benchRawLoop(b *testing.B, tasks int) (time.Duration, []time.Time, int64) {
+func benchRawLoop(b *testing.B, tasks int) (time.Duration, []mark, int64) {
 	b.Helper()
 	b.StopTimer()
 	dir := benchRepo(b)
 	b.StartTimer()
-	marks := make([]time.Time, 0, tasks)
+	marks := make([]mark, 0, tasks)
 	start := time.Now()
 	for i := range tasks {
-		marks = append(marks, time.Now())
+		marks = append(marks, markNow())
 		id := fmt.Sprintf("T%03d", i)
 		branch := "raw/" + id
 		path := filepath.Join(dir, ".taskloom", "worktrees", "raw-"+id)
