@@ -9,9 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
 // A new worktree costs `git worktree add`: three git processes and a
@@ -164,22 +161,16 @@ func (m *Manager) ReleaseIdle(ctx context.Context) {
 // .git, that the index at indexPath does not track, without following
 // symlinks. A submodule's folder is left as it is.
 func removeUntracked(dir, indexPath string) error {
-	f, err := os.Open(indexPath)
+	entries, err := readIndexNames(indexPath)
 	if err != nil {
 		return err
 	}
-	var idx index.Index
-	err = index.NewDecoder(f).Decode(&idx)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("read index: %w", err)
-	}
-	files := make(map[string]bool, len(idx.Entries))
+	files := make(map[string]bool, len(entries))
 	dirs := map[string]bool{}       // folders that hold tracked files
 	submodules := map[string]bool{} // kept whole
-	for _, e := range idx.Entries {
-		name := filepath.FromSlash(e.Name)
-		if e.Mode == filemode.Submodule {
+	for _, e := range entries {
+		name := filepath.FromSlash(e.name)
+		if e.submodule {
 			submodules[name] = true
 		} else {
 			files[name] = true
