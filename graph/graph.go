@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 )
 
 // START and END are the reserved names of a graph's entry and exit.
@@ -53,20 +54,32 @@ type Graph[S any] struct {
 	routers  map[string]*router[S]
 	err      error
 	compiled bool
+
+	linkOnce sync.Once
+	start    *node[S] // START's successors, linked as a node's are
 }
 
 type node[S any] struct {
-	name  string
-	id0   string // the task ID of the node's first task in a step
+	name string
+	id0  string // the task ID of the node's first task in a step
+	// plain is the function of a node added by AddNode, called directly;
+	// run is an input node's, which decodes its input first.
+	plain NodeFunc[S]
 	run   func(ctx context.Context, s S, in *taskInput) (S, error)
 	opts  NodeOpts
 	input reflect.Type // nil for plain nodes
+
+	// What follows the node, resolved once by link so that a step looks
+	// nothing up by name: the tasks of its static edges, and its router.
+	next   []taskSpec
+	router *router[S]
 }
 
 type router[S any] struct {
 	route   RouterFunc[S]
 	fanOut  FanOutFunc[S]
 	targets []string
+	nodes   []*node[S] // by target; nil for END
 }
 
 // taskInput is a Send's input: live, or decoded later from JSON.
@@ -136,7 +149,7 @@ func (g *Graph[S]) AddNode(name string, fn NodeFunc[S], opts *NodeOpts) error {
 	if fn == nil {
 		return g.fail("node %q has a nil function", name)
 	}
-	n := &node[S]{name: name, run: func(ctx context.Context, s S, _ *taskInput) (S, error) { return fn(ctx, s) }}
+	n := &node[S]{name: name, plain: fn}
 	if opts != nil {
 		n.opts = *opts
 	}
@@ -237,6 +250,41 @@ func (g *Graph[S]) AddFanOut(from string, fn FanOutFunc[S], targets ...string) e
 		return g.fail("fan-out from %q is nil", from)
 	}
 	return g.addRouter(from, &router[S]{fanOut: fn, targets: targets})
+}
+
+// link resolves, once the graph can no longer change, what follows each
+// node (and START) into node pointers.
+func (g *Graph[S]) link() {
+	g.linkOnce.Do(func() {
+		g.start = &node[S]{name: START}
+		hops := []*node[S]{g.start}
+		for _, name := range g.order {
+			hops = append(hops, g.nodes[name])
+		}
+		for _, n := range hops {
+			for _, to := range g.edges[n.name] {
+				if to != END {
+					n.next = append(n.next, taskSpec{Node: to, node: g.nodes[to]})
+				}
+			}
+			if rt := g.routers[n.name]; rt != nil {
+				rt.nodes = make([]*node[S], len(rt.targets))
+				for i, to := range rt.targets {
+					rt.nodes[i] = g.nodes[to]
+				}
+				n.router = rt
+			}
+		}
+	})
+}
+
+// hop returns the node named name, or START's pseudo-node; nil for an
+// unknown name.
+func (g *Graph[S]) hop(name string) *node[S] {
+	if name == START {
+		return g.start
+	}
+	return g.nodes[name]
 }
 
 // successors returns the declared successors of a node.

@@ -123,6 +123,7 @@ func (g *Graph[S]) Compile(opts *CompileOpts) (*Runnable[S], error) {
 		return nil, err
 	}
 	g.compiled = true
+	g.link()
 	r := &Runnable[S]{g: g, sc: g.schema}
 	if opts != nil {
 		r.opts = *opts
@@ -185,6 +186,16 @@ type taskSpec struct {
 	Input json.RawMessage `json:"i,omitempty"`
 	live  any
 	send  bool
+	node  any // the *node[S] named Node when known; a restored task has none
+}
+
+// nodeOf returns the node a task runs, nil if the graph has none by its
+// name.
+func (t *thread[S]) nodeOf(ts *taskSpec) *node[S] {
+	if n, ok := ts.node.(*node[S]); ok {
+		return n
+	}
+	return t.r.g.nodes[ts.Node]
 }
 
 func taskID(node string, idx int) string { return node + "#" + strconv.Itoa(idx) }
@@ -706,13 +717,18 @@ func sortedKeys[V any](m map[string]V) []string {
 // its router, on the current state.
 // The tasks are appended to out.
 func (t *thread[S]) route(ctx context.Context, from string, out []taskSpec) ([]taskSpec, error) {
-	g := t.r.g
-	for _, to := range g.edges[from] {
-		if to != END {
-			out = append(out, taskSpec{Node: to})
-		}
+	return t.routeFrom(ctx, t.r.g.hop(from), out)
+}
+
+// routeFrom is route from a node (nil: one the graph does not have, which
+// nothing follows).
+func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) ([]taskSpec, error) {
+	if n == nil {
+		return out, nil
 	}
-	rt := g.routers[from]
+	from := n.name
+	out = append(out, n.next...)
+	rt := n.router
 	if rt == nil {
 		return out, nil
 	}
@@ -721,11 +737,12 @@ func (t *thread[S]) route(ctx context.Context, from string, out []taskSpec) ([]t
 		if err != nil {
 			return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router: %w", err)}
 		}
-		if !slices.Contains(rt.targets, to) {
+		i := slices.Index(rt.targets, to)
+		if i < 0 {
 			return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router returned %q, which is not among its targets %v", to, rt.targets)}
 		}
 		if to != END {
-			out = append(out, taskSpec{Node: to})
+			out = append(out, taskSpec{Node: to, node: rt.nodes[i]})
 		}
 		return out, nil
 	}
@@ -734,13 +751,14 @@ func (t *thread[S]) route(ctx context.Context, from string, out []taskSpec) ([]t
 		return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("fan-out: %w", err)}
 	}
 	for _, s := range sends {
-		if !slices.Contains(rt.targets, s.Node) {
+		i := slices.Index(rt.targets, s.Node)
+		if i < 0 {
 			return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("fan-out sent to %q, which is not among its targets %v", s.Node, rt.targets)}
 		}
 		if s.Node == END {
 			continue
 		}
-		ts := taskSpec{Node: s.Node, send: true, live: s.Input}
+		ts := taskSpec{Node: s.Node, send: true, live: s.Input, node: rt.nodes[i]}
 		if s.Input != nil {
 			if t.r.saver != nil {
 				if ts.Input, err = json.Marshal(s.Input); err != nil {
@@ -895,11 +913,15 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 	}
 	// next is built in the spare buffer: t.next stays readable meanwhile.
 	next := t.nextBuf[:0]
-	for _, ts := range t.next {
+	for i := range t.next {
+		ts := &t.next[i]
 		n := len(next)
-		if next, err = t.route(ctx, ts.Node, next); err != nil {
+		if next, err = t.routeFrom(ctx, t.nodeOf(ts), next); err != nil {
 			t.emit(Event{Kind: EventError, Step: step, Node: ts.Node, Err: err})
 			return true, err
+		}
+		if n == 0 && len(next) <= 1 {
+			continue // the only task so far: nothing to merge it with
 		}
 		// A node reached by several edges runs once; sends all run.
 		kept := next[:n]
@@ -1047,8 +1069,8 @@ func (t *thread[S]) taskContext(ctx context.Context, lone bool, step int64, node
 // that no other task runs meanwhile.
 func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskResult[S], record, lone bool) {
 	r := t.r
-	ts := t.next[idx]
-	n := r.g.nodes[ts.Node]
+	ts := &t.next[idx]
+	n := t.nodeOf(ts)
 	res.ran = true
 	if n == nil {
 		res.err = &NodeError{Node: ts.Node, TaskID: taskID(ts.Node, idx), Step: step, Err: errors.New("unknown node")}
@@ -1071,7 +1093,7 @@ func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskR
 			t.emit(Event{Kind: EventNodeStart, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt})
 			begin = r.clock.Now()
 		}
-		update, err := callNode(tctx, n, t.state, input)
+		err := callNode(tctx, n, &t.state, input, &res.update)
 		var dur time.Duration
 		if events {
 			dur = r.clock.Now().Sub(begin)
@@ -1087,10 +1109,10 @@ func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskR
 			return
 		}
 		if err == nil {
-			res.update, res.live = update, true
+			res.live = true
 			if events {
 				t.emit(Event{Kind: EventNodeEnd, Step: step, Node: ts.Node, TaskID: id, Attempt: attempt, Duration: dur})
-				t.emit(Event{Kind: EventUpdate, Step: step, Node: ts.Node, TaskID: id, Update: update})
+				t.emit(Event{Kind: EventUpdate, Step: step, Node: ts.Node, TaskID: id, Update: res.update})
 			}
 			if record {
 				enc, err := r.sc.encodeUpdate(nil, &res.update)
@@ -1119,12 +1141,19 @@ func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskR
 	}
 }
 
-// callNode runs a node and turns a panic into an error.
-func callNode[S any](ctx context.Context, n *node[S], s S, in *taskInput) (update S, err error) {
+// callNode runs a node on *s, sets *update to what it returns and turns a
+// panic into an error. The state goes by pointer down to the node's own
+// call, so that each step copies it once, not once per layer.
+func callNode[S any](ctx context.Context, n *node[S], s *S, in *taskInput, update *S) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
 		}
 	}()
-	return n.run(ctx, s, in)
+	if n.plain != nil {
+		*update, err = n.plain(ctx, *s)
+	} else {
+		*update, err = n.run(ctx, *s, in)
+	}
+	return err
 }
