@@ -958,7 +958,6 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 	t.head = step
 	t.next, t.nextBuf = next, t.next[:0]
 	t.doneUpdates, t.interrupts, t.resume = nil, nil, nil
-	clear(results) // let go of the updates
 	if t.events != nil {
 		t.emit(Event{Kind: EventStepEnd, Step: step, Duration: r.clock.Now().Sub(start)})
 	}
@@ -966,7 +965,9 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 }
 
 // stepResults returns a zeroed results slice of length n, reusing the
-// thread's buffer.
+// thread's buffer. Zeroing it here, not after the step, also lets go of
+// the last step's updates, once: the steps follow each other at once, and
+// the thread goes when its call returns.
 func (t *thread[S]) stepResults(n int) []taskResult[S] {
 	if cap(t.results) < n {
 		t.results = make([]taskResult[S], n)

@@ -2,18 +2,23 @@
 // eino, and against a plain Go loop, on the taskloop workload of
 // graph/graphtest, interleaved in one process.
 //
-// Each runtime is warmed, then measured in rounds: a round runs every
-// runtime once, in an order that rotates from round to round, each for
-// about -sample of wall time after a GC, with its inputs built and its
-// final state checked outside the timer. The table gives, per T, the
-// median steps/s over the rounds, their range, the allocations per step,
-// and the median over the rounds of each runtime's ratio to the best peer
-// and to the plain loop of the same round.
+// Each runtime is warmed, then measured in rounds. A round gives every
+// runtime about -sample of wall time, cut into -slices slices taken in
+// turn (runtime A's first slice, B's first, ..., A's second, ...), each
+// after a GC, with its inputs built and its final state checked outside
+// the timer; the order rotates from slice to slice and round to round. So
+// the runtimes of a round share the machine's load as it changes, which on
+// a busy machine moves the absolute figures far more than the runtimes
+// differ. The table gives, per T, the median steps/s over the rounds,
+// their range, the allocations per step, and the median over the rounds
+// of each runtime's ratio to the best peer and to the plain loop of the
+// same round.
 //
-//	go -C bench/peers run . [-t 100,1000] [-rounds 15] [-sample 150ms]
+//	go -C bench/peers run . [-t 100,1000] [-rounds 15] [-sample 150ms] [-slices 10]
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,45 +49,54 @@ func run(w io.Writer, args []string) error {
 	sizes := fs.String("t", "100,1000", "comma-separated task counts T (a run is 3T super-steps)")
 	rounds := fs.Int("rounds", 15, "measured rounds")
 	sample := fs.Duration("sample", 150*time.Millisecond, "wall time of one runtime's sample in a round")
+	cuts := fs.Int("slices", 10, "slices a sample is cut into, taken in turn with the other runtimes'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "taskloop, no saver: %s, GOMAXPROCS %d, %d rounds of %s per runtime\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), *rounds, *sample)
+	if *rounds < 1 || *cuts < 1 {
+		return errors.New("-rounds and -slices must be at least 1")
+	}
+	fmt.Fprintf(w, "taskloop, no saver: %s, GOMAXPROCS %d, %d rounds of %s per runtime in %d slices\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), *rounds, *sample, *cuts)
 	for _, f := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
 			return fmt.Errorf("-t: bad task count %q", f)
 		}
-		if err := compare(w, n, *rounds, *sample); err != nil {
+		if err := compare(w, n, *rounds, *cuts, *sample); err != nil {
 			return fmt.Errorf("T=%d: %w", n, err)
 		}
 	}
 	return nil
 }
 
-func compare(w io.Writer, n, rounds int, sample time.Duration) error {
+func compare(w io.Writer, n, rounds, cuts int, sample time.Duration) error {
 	rs, err := runners(n)
 	if err != nil {
 		return err
 	}
 	steps := 3 * n
 	for _, r := range rs {
+		var warm tally
 		for range 3 {
-			if _, err := measure(r, steps, 0); err != nil {
+			if err := warm.measure(r, 0); err != nil {
 				return fmt.Errorf("%s: %w", r.name, err)
 			}
 		}
 	}
 	got := make([][]measurement, len(rs))
 	for round := range rounds {
-		for k := range rs {
-			i := (round + k) % len(rs)
-			m, err := measure(rs[i], steps, sample)
-			if err != nil {
-				return fmt.Errorf("%s: %w", rs[i].name, err)
+		tallies := make([]tally, len(rs))
+		for slice := range cuts {
+			for k := range rs {
+				i := (round + slice + k) % len(rs)
+				if err := tallies[i].measure(rs[i], sample/time.Duration(cuts)); err != nil {
+					return fmt.Errorf("%s: %w", rs[i].name, err)
+				}
 			}
-			got[i] = append(got[i], m)
+		}
+		for i := range rs {
+			got[i] = append(got[i], tallies[i].measurement(steps))
 		}
 	}
 	// The peers and the floor, by name, for the per-round ratios.
@@ -113,33 +127,41 @@ func compare(w io.Writer, n, rounds int, sample time.Duration) error {
 	return tw.Flush()
 }
 
+// tally sums one runtime's timed runs in a round.
+type tally struct {
+	elapsed time.Duration
+	runs    int
+	mallocs uint64
+}
+
 // measure runs r for about d of timed work (at least once), after a GC,
 // and checks every final state.
-func measure(r runner, steps int, d time.Duration) (measurement, error) {
+func (t *tally) measure(r runner, d time.Duration) error {
 	runtime.GC()
-	var elapsed time.Duration
-	var runs int
-	var mallocs uint64
 	var ms runtime.MemStats
-	for runs == 0 || elapsed < d {
+	for start := t.elapsed; t.elapsed == start || t.elapsed-start < d; {
 		exec := r.prepare()
 		runtime.ReadMemStats(&ms)
 		before := ms.Mallocs
-		start := time.Now()
+		begin := time.Now()
 		check, err := exec()
-		elapsed += time.Since(start)
+		t.elapsed += time.Since(begin)
 		runtime.ReadMemStats(&ms)
-		mallocs += ms.Mallocs - before
+		t.mallocs += ms.Mallocs - before
 		if err != nil {
-			return measurement{}, err
+			return err
 		}
 		if err := check(); err != nil {
-			return measurement{}, fmt.Errorf("final state: %w", err)
+			return fmt.Errorf("final state: %w", err)
 		}
-		runs++
+		t.runs++
 	}
-	total := float64(runs * steps)
-	return measurement{stepsPerSec: total / elapsed.Seconds(), allocs: float64(mallocs) / total}, nil
+	return nil
+}
+
+func (t *tally) measurement(steps int) measurement {
+	total := float64(t.runs * steps)
+	return measurement{stepsPerSec: total / t.elapsed.Seconds(), allocs: float64(t.mallocs) / total}
 }
 
 func indexOf(rs []runner, prefix string) int {
