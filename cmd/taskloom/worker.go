@@ -23,6 +23,15 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if concurrency < 1 {
 				return usageError("--concurrency must be at least 1")
 			}
+			// Checked before anything is opened: a worker never makes a
+			// store of its own.
+			cfg, err := session.LoadConfig(cmd.Flags(), repo, "")
+			if err != nil {
+				return err
+			}
+			if !session.IsPostgresURL(cfg.Database.URL) {
+				return session.ErrWorkerNeedsPostgres
+			}
 			s, err := openSession(cmd.Context(), cmd, repo, "", false)
 			if err != nil {
 				return err

@@ -104,6 +104,13 @@ func jobConfig(c config.Config) config.Config {
 	return c
 }
 
+// ErrWorkerNeedsPostgres says that `taskloom worker` was not given the
+// runs' database.
+var ErrWorkerNeedsPostgres = errors.New("taskloom worker needs the runs' PostgreSQL database: pass --db postgres://… (or set TASKLOOM_DB)")
+
+// IsPostgresURL reports whether a store URL names PostgreSQL.
+func IsPostgresURL(u string) bool { return postgres.IsURL(u) }
+
 // WorkerName is this process as `taskloom worker` shows it, host:pid.
 func WorkerName() string { return queue.WorkerName() }
 
@@ -121,7 +128,7 @@ type WorkOpts struct {
 func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	pool := s.pool()
 	if pool == nil {
-		return errors.New("taskloom worker needs the runs' PostgreSQL database: pass --db postgres://…")
+		return ErrWorkerNeedsPostgres
 	}
 	var mu sync.Mutex
 	runs := map[string]*jobRun{}
