@@ -22,3 +22,15 @@ func TestWorkerNeedsThePostgresDatabase(t *testing.T) {
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "--concurrency must be at least 1")
 }
+
+func TestRunWithoutWorkersNeedsTheQueue(t *testing.T) {
+	repo := testkit.Repo(t, map[string]string{"PRODUCT.md": "# p\n",
+		"script.json": `{"conversations": [{"match": "x", "replies": [{"content": "x"}]}]}`})
+	code, _, errOut := runCLI(t, "run", filepath.Join(repo, "PRODUCT.md"), "--repo", repo, "--workers", "0",
+		"--model", "scripted:"+filepath.Join(repo, "script.json"))
+	require.Equal(t, 1, code)
+	require.Equal(t, "taskloom: --workers 0 leaves every attempt to `taskloom worker` processes, which need a PostgreSQL store (--db postgres://…) and the git remote \"origin\" (worker.remote) in this repo\n", errOut)
+	code, out, _ := runCLI(t, "runs", "--repo", repo)
+	require.Equal(t, 0, code)
+	require.NotContains(t, out, "interrupted", "the refused run left no record")
+}
