@@ -32,14 +32,12 @@ import (
 //   - tasks=40: ms/task is the run's wall time per task, raw_ms/task the
 //     raw loop's, ratio_vs_raw the first over the second, git_calls/task the
 //     git subprocesses the run started per task.
-//   - tasks=300: how the cost grows with the repository and the run.
-//     first_ms/task and last_ms/task are the median time from one worker
-//     call to the next over the first and the last tenth of the tasks,
-//     growth the second over the first; cpu_first_ms/task,
-//     cpu_last_ms/task and cpu_growth the same in CPU time (the process
-//     and its git and verify children), which the machine's changing load
-//     hardly moves, unlike wall time over a run this long. raw_growth and
-//     raw_cpu_growth are the raw loop's.
+//   - tasks=300: first_ms/task and last_ms/task are the median time from
+//     one worker call to the next over the first and the last tenth of one
+//     run, growth the second over the first (raw_growth the raw loop's).
+//     Minutes apart on a shared machine, the two ends of a run often see
+//     different loads: BenchmarkPipelineGrowth measures the same growth
+//     with its two ends interleaved.
 func BenchmarkPipelineOverhead(b *testing.B) {
 	for _, c := range []struct{ tasks, workers int }{{40, 1}, {40, 4}, {300, 1}} {
 		b.Run(fmt.Sprintf("tasks=%d/workers=%d", c.tasks, c.workers), func(b *testing.B) {
@@ -59,12 +57,15 @@ func benchPipeline(b *testing.B, tasks, workers int) {
 	var ours, raw benchTimes
 	n := 0
 	for b.Loop() {
+		b.StopTimer()
+		oursDir, rawDir := benchRepo(b), benchRepo(b)
+		b.StartTimer()
 		if n%2 == 0 {
-			ours.add(benchRun(b, saver, registry, fmt.Sprintf("bench-%d", n), tasks, workers))
-			raw.add(benchRawLoop(b, tasks))
+			ours.add(benchRun(b, saver, registry, fmt.Sprintf("bench-%d", n), oursDir, 0, tasks, workers))
+			raw.add(benchRawLoop(b, rawDir, 0, tasks))
 		} else {
-			raw.add(benchRawLoop(b, tasks))
-			ours.add(benchRun(b, saver, registry, fmt.Sprintf("bench-%d", n), tasks, workers))
+			raw.add(benchRawLoop(b, rawDir, 0, tasks))
+			ours.add(benchRun(b, saver, registry, fmt.Sprintf("bench-%d", n), oursDir, 0, tasks, workers))
 		}
 		n++
 	}
@@ -78,71 +79,118 @@ func benchPipeline(b *testing.B, tasks, workers int) {
 		b.ReportMetric(ms(ours.first), "first_ms/task")
 		b.ReportMetric(ms(ours.last), "last_ms/task")
 		b.ReportMetric(float64(ours.last)/float64(ours.first), "growth")
-		if ours.cpuFirst > 0 {
-			b.ReportMetric(ms(ours.cpuFirst), "cpu_first_ms/task")
-			b.ReportMetric(ms(ours.cpuLast), "cpu_last_ms/task")
-			b.ReportMetric(float64(ours.cpuLast)/float64(ours.cpuFirst), "cpu_growth")
-			b.ReportMetric(float64(raw.cpuLast)/float64(raw.cpuFirst), "raw_cpu_growth")
-		}
 		b.ReportMetric(float64(raw.last)/float64(raw.first), "raw_growth")
 	}
+}
+
+// BenchmarkPipelineGrowth measures how the per-task cost grows with the
+// repository, with the two ends of the comparison interleaved in time: a
+// repository aged once (untimed) by a run of 270 tasks is copied for each
+// iteration, and the same 30-task run (ms/task, as in
+// BenchmarkPipelineOverhead) is timed on the copy, "aged", and on a new
+// repository, "fresh", each going first in turn. growth is aged over
+// fresh: the cost of tasks 271 to 300 against tasks 1 to 30. The raw git
+// loop does the same (raw_growth), as a yardstick: what git alone costs
+// more as the repository grows.
+func BenchmarkPipelineGrowth(b *testing.B) {
+	const aged, tasks = 270, 30
+	saver := storetest.NewSQLite(b)
+	registry, err := nodes.NewStore(saver)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = registry.Close() })
+	b.StopTimer()
+	old := benchRepo(b)
+	benchRun(b, saver, registry, "age", old, 0, aged, 1)
+	rawOld := benchRepo(b)
+	benchRawLoop(b, rawOld, 0, aged)
+	b.StartTimer()
+
+	var fresh, older, rawFresh, rawOlder time.Duration
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		dirs := []string{benchRepo(b), benchCopy(b, old), benchRepo(b), benchCopy(b, rawOld)}
+		b.StartTimer()
+		runs := []func(){
+			func() {
+				w, _, _ := benchRun(b, saver, registry, fmt.Sprintf("fresh-%d", n), dirs[0], 0, tasks, 1)
+				fresh += w
+			},
+			func() {
+				w, _, _ := benchRun(b, saver, registry, fmt.Sprintf("aged-%d", n), dirs[1], aged, tasks, 1)
+				older += w
+			},
+			func() { w, _, _ := benchRawLoop(b, dirs[2], 0, tasks); rawFresh += w },
+			func() { w, _, _ := benchRawLoop(b, dirs[3], aged, tasks); rawOlder += w },
+		}
+		if n%2 == 1 {
+			runs[0], runs[1], runs[2], runs[3] = runs[1], runs[0], runs[3], runs[2]
+		}
+		for _, run := range runs {
+			run()
+		}
+		n++
+	}
+	per := float64(n * tasks)
+	b.ReportMetric(fresh.Seconds()*1000/per, "fresh_ms/task")
+	b.ReportMetric(older.Seconds()*1000/per, "aged_ms/task")
+	b.ReportMetric(float64(older)/float64(fresh), "growth")
+	b.ReportMetric(float64(rawOlder)/float64(rawFresh), "raw_growth")
+}
+
+// benchCopy copies the repository at src to a new folder, untimed.
+func benchCopy(b *testing.B, src string) string {
+	b.Helper()
+	dst := filepath.Join(b.TempDir(), "repo")
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		b.Fatal(err)
+	}
+	return dst
 }
 
 // growthTasks is the smallest run whose growth is reported: its tenths
 // must hold enough tasks for a median.
 const growthTasks = 100
 
-// mark is when a task started, in wall time and in CPU time.
-type mark struct {
-	wall time.Time
-	cpu  time.Duration
-}
-
-func markNow() mark { return mark{wall: time.Now(), cpu: cpuTime()} }
-
 // benchTimes sums what the runs of one side took.
 type benchTimes struct {
 	wall        time.Duration
 	gitCalls    int64
 	first, last time.Duration // median per task over the first and last tenth
-	// mean CPU time per task over the first and last tenth
-	cpuFirst, cpuLast time.Duration
 }
 
-func (t *benchTimes) add(wall time.Duration, marks []mark, gitCalls int64) {
+func (t *benchTimes) add(wall time.Duration, marks []time.Time, gitCalls int64) {
 	t.wall += wall
 	t.gitCalls += gitCalls
 	if len(marks) < growthTasks {
 		return
 	}
 	w := len(marks) / 10
-	span := func(from int) (wallMedian, cpuMean time.Duration) {
+	median := func(from int) time.Duration {
 		d := make([]time.Duration, w)
 		for i := range w {
-			d[i] = marks[from+i+1].wall.Sub(marks[from+i].wall)
+			d[i] = marks[from+i+1].Sub(marks[from+i])
 		}
 		slices.Sort(d)
-		return d[w/2], (marks[from+w].cpu - marks[from].cpu) / time.Duration(w)
+		return d[w/2]
 	}
-	first, cpuFirst := span(0)
-	last, cpuLast := span(len(marks) - 1 - w)
-	t.first += first
-	t.last += last
-	t.cpuFirst += cpuFirst
-	t.cpuLast += cpuLast
+	t.first += median(0)
+	t.last += median(len(marks) - 1 - w)
 }
 
-// benchRun runs the pipeline once on tasks independent tasks in a new
-// repository and returns its wall time, when each worker call started,
-// and the git subprocesses it started.
-func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID string, tasks, workers int) (time.Duration, []mark, int64) {
+// benchRun runs the pipeline once on tasks independent tasks, the first
+// numbered first, in the repository dir and returns its wall time, when
+// each worker call started, and the git subprocesses it started.
+func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID, dir string, first, tasks, workers int) (time.Duration, []time.Time, int64) {
 	b.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
-	var marks []mark
+	var marks []time.Time
 	worker := agent.WorkerFunc(func(_ context.Context, job agent.Job) (agent.Outcome, error) {
 		mu.Lock()
-		marks = append(marks, markNow())
+		marks = append(marks, time.Now())
 		mu.Unlock()
 		for _, f := range job.Task.FilesToCreate {
 			if err := os.WriteFile(filepath.Join(job.Worktree, f), []byte(job.Task.ID+"\n"), 0o644); err != nil {
@@ -151,9 +199,6 @@ func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID
 		}
 		return agent.Outcome{Status: agent.OutcomeDone, Summary: "wrote " + job.Task.ID}, nil
 	})
-	b.StopTimer()
-	dir := benchRepo(b)
-	b.StartTimer()
 	calls := proc.Started("git")
 	start := time.Now()
 	repo, err := worktree.Open(ctx, dir, nil)
@@ -162,7 +207,7 @@ func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID
 	}
 	p := &nodes.Pipeline{
 		RunID:         runID,
-		PlanFunc:      func(context.Context) (*planner.Plan, error) { return planner.Build(benchPlan(tasks), nil) },
+		PlanFunc:      func(context.Context) (*planner.Plan, error) { return planner.Build(benchPlan(first, tasks), nil) },
 		Repo:          repo,
 		Worker:        worker,
 		VerifyCommand: []string{"true"}, VerifyOpts: &verify.Opts{Timeout: time.Minute},
@@ -187,17 +232,14 @@ func benchRun(b *testing.B, saver checkpoint.Saver, registry *nodes.Store, runID
 }
 
 // benchRawLoop does the same tasks as benchRun with the fewest git
-// commands, in a new repository whose main is checked out as in benchRun,
-// and returns its wall time and when each task started.
-func benchRawLoop(b *testing.B, tasks int) (time.Duration, []mark, int64) {
+// commands, in the repository dir whose main is checked out as in
+// benchRun, and returns its wall time and when each task started.
+func benchRawLoop(b *testing.B, dir string, first, tasks int) (time.Duration, []time.Time, int64) {
 	b.Helper()
-	b.StopTimer()
-	dir := benchRepo(b)
-	b.StartTimer()
-	marks := make([]mark, 0, tasks)
+	marks := make([]time.Time, 0, tasks)
 	start := time.Now()
-	for i := range tasks {
-		marks = append(marks, markNow())
+	for i := first; i < first+tasks; i++ {
+		marks = append(marks, time.Now())
 		id := fmt.Sprintf("T%03d", i)
 		branch := "raw/" + id
 		path := filepath.Join(dir, ".taskloom", "worktrees", "raw-"+id)
@@ -214,10 +256,11 @@ func benchRawLoop(b *testing.B, tasks int) (time.Duration, []mark, int64) {
 	return time.Since(start), marks, 0
 }
 
-// benchPlan is tasks independent tasks, each creating one file.
-func benchPlan(tasks int) *planner.RawPlan {
+// benchPlan is tasks independent tasks, each creating one file, numbered
+// from first.
+func benchPlan(first, tasks int) *planner.RawPlan {
 	raw := &planner.RawPlan{Milestones: []planner.RawMilestone{{ID: "M1", Name: "Files", Description: "One file per task"}}}
-	for i := range tasks {
+	for i := first; i < first+tasks; i++ {
 		f := fmt.Sprintf("f%03d.txt", i)
 		raw.Tasks = append(raw.Tasks, planner.RawTask{
 			ID:                 fmt.Sprintf("T%03d", i),
