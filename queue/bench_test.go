@@ -24,10 +24,7 @@ func BenchmarkRemoteAttempt(b *testing.B) {
 	_, runDir, workerDir := repos(b)
 	db := pool(b)
 	run, wrk := open(b, runDir), open(b, workerDir)
-	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "bench:1", Poll: 100 * time.Millisecond,
-		Run: work(&nodes.Pipeline{Repo: wrk, Worker: writer(nil), Remote: "origin"})})
-	require.NoError(b, err)
-	defer stop()
+	startWriter(b, db, "bench:1", wrk, nil)
 	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Poll: 5 * time.Millisecond})
 	require.NoError(b, err)
 	head, err := run.Head(ctx)

@@ -72,6 +72,18 @@ func work(p *nodes.Pipeline) func(context.Context, queue.Args) (nodes.AttemptRes
 	return func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) { return p.Work(ctx, a.Job) }
 }
 
+// startWriter starts a worker named name that runs attempts in repo,
+// through the shared remote, with the writer worker; it stops when the
+// test ends, or when the returned function is called.
+func startWriter(t testing.TB, db *pgxpool.Pool, name string, repo *worktree.Manager, started chan<- string) (stop func()) {
+	t.Helper()
+	stop, err := queue.Start(context.Background(), db, &queue.WorkOpts{Name: name, Poll: 100 * time.Millisecond,
+		Run: work(&nodes.Pipeline{Repo: repo, Worker: writer(started), Remote: "origin"})})
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	return stop
+}
+
 func job(t *testing.T, run *worktree.Manager, runID, taskID string) nodes.AttemptJob {
 	head, err := run.Head(context.Background())
 	require.NoError(t, err)
@@ -86,10 +98,7 @@ func TestRemoteWorkerRunsAndPushesAnAttempt(t *testing.T) {
 	remote, runDir, workerDir := repos(t)
 	db := pool(t)
 	run, wrk := open(t, runDir), open(t, workerDir)
-	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "box-b:42", Poll: 100 * time.Millisecond,
-		Run: work(&nodes.Pipeline{Repo: wrk, Worker: writer(nil), Remote: "origin"})})
-	require.NoError(t, err)
-	defer stop()
+	startWriter(t, db, "box-b:42", wrk, nil)
 	// The worker counts among the run's slots; another run's own workers
 	// do not.
 	other, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "driver:9", RunID: "r9", Concurrency: 3,
@@ -158,10 +167,7 @@ func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
 	require.NoError(t, err)
 
 	started := make(chan string, 1)
-	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "box-b:42", Poll: 100 * time.Millisecond,
-		Run: work(&nodes.Pipeline{Repo: wrk, Worker: writer(started), Remote: "origin"})})
-	require.NoError(t, err)
-	defer stop()
+	startWriter(t, db, "box-b:42", wrk, started)
 	res, err := d.Dispatch(ctx, j, func(nodes.Activity) {})
 	require.NoError(t, err)
 	require.Equal(t, "box-b:42", res.Worker)
@@ -189,10 +195,7 @@ func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	git(t, runDir, "commit", "-q", "--allow-empty", "-m", "moved on")
 	j := job(t, run, "r3", "T1")
 
-	stopBad, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "lost:1", Poll: 100 * time.Millisecond,
-		Run: work(&nodes.Pipeline{Repo: bad, Worker: writer(nil), Remote: "origin"})})
-	require.NoError(t, err)
-	defer stopBad()
+	stopBad := startWriter(t, db, "lost:1", bad, nil)
 	// The lost worker fails the job first.
 	var id int64
 	first, cancel := context.WithCancel(ctx)
@@ -201,10 +204,7 @@ func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return db.QueryRow(ctx, `SELECT id FROM river_job WHERE array_length(errors, 1) >= 1`).Scan(&id) == nil
 	}, 20*time.Second, 500*time.Millisecond)
-	stopGood, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "good:2", Poll: 100 * time.Millisecond,
-		Run: work(&nodes.Pipeline{Repo: good, Worker: writer(nil), Remote: "origin"})})
-	require.NoError(t, err)
-	defer stopGood()
+	startWriter(t, db, "good:2", good, nil)
 	stopBad()
 	res, err := d.Dispatch(ctx, j, func(nodes.Activity) {})
 	require.NoError(t, err)
