@@ -828,6 +828,10 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 	var toRunBuf [4]int
 	toRun := toRunBuf[:0]
 	for i := range t.next {
+		if t.doneUpdates == nil && t.interrupts == nil {
+			toRun = append(toRun, i) // nothing of this step was recorded
+			continue
+		}
 		if enc, ok := t.doneUpdates[i]; ok {
 			results[i] = taskResult[S]{encoded: enc}
 			continue
