@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -38,7 +40,14 @@ func newWorkerCmd(a *app) *cobra.Command {
 			}
 			defer func() { _ = s.Close() }()
 			fmt.Fprintf(a.stdout, "taskloom worker %s: taking attempts (%d at a time) until stopped\n", session.WorkerName(), concurrency)
-			return s.Work(cmd.Context(), session.WorkOpts{Concurrency: concurrency})
+			err = s.Work(cmd.Context(), session.WorkOpts{Concurrency: concurrency})
+			if errors.Is(err, context.Canceled) {
+				// Stopped by the user: what it held goes back to the
+				// queue, for another worker or the run itself.
+				fmt.Fprintln(a.stdout, "taskloom worker stopped; the attempts it held go back to the queue")
+				return withCode(exitInterrupted, nil)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

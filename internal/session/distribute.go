@@ -161,7 +161,7 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	for _, r := range runs {
 		_ = r.s.mcp.Close()
 	}
-	return nil
+	return ctx.Err()
 }
 
 // jobRun is what runs a run's attempts in a worker: the run's config in

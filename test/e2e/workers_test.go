@@ -178,6 +178,14 @@ func TestRemoteAndInProcessWorkers(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.ElementsMatch(t, []string{fmt.Sprintf("%s:%d", hostName(t), remote.Process.Pid), ""}, replaceRunWorker(clients, runID),
 		"attempts ran both on the remote worker and in the run's process")
+
+	// Stopped by the user, a worker says so and exits 130, as a run does.
+	require.NoError(t, remote.Process.Signal(syscall.SIGTERM))
+	err = remote.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "worker output:\n%s", remote.Stdout)
+	require.Equal(t, 130, ee.ExitCode(), "worker output:\n%s", remote.Stdout)
+	require.Contains(t, remote.Stdout.(*bytes.Buffer).String(), "taskloom worker stopped")
 }
 
 // replaceRunWorker blanks the run's own worker (host:pid/RUN_ID), whose
