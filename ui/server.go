@@ -220,6 +220,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, errNotFound):
 		code = http.StatusNotFound
+	case errors.Is(err, checkpoint.ErrThreadBusy):
+		// Another process drives the run: the message names it.
+		code = http.StatusConflict
 	case errors.As(err, &re):
 		code = re.code
 	}

@@ -49,12 +49,13 @@ type FaultError struct {
 func (e *FaultError) Error() string { return e.msg }
 func (e *FaultError) Unwrap() error { return e.err }
 
-// BusyMessage words a lease conflict as the documentation does; other
-// errors are returned as they are.
+// BusyMessage words a lease conflict as the documentation does, still
+// unwrapping to checkpoint.ErrThreadBusy so that callers can tell it
+// apart; other errors are returned as they are.
 func BusyMessage(runID string, err error) error {
 	var busy *checkpoint.BusyError
 	if errors.As(err, &busy) {
-		return fmt.Errorf("run %s is being driven by another process (%s); wait for it to finish or stop it", runID, busy.Holder)
+		return &FaultError{msg: fmt.Sprintf("run %s is being driven by another process (%s); wait for it to finish or stop it", runID, busy.Holder), err: err}
 	}
 	return err
 }
