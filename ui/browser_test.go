@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 )
@@ -133,7 +134,7 @@ func TestBrowser(t *testing.T) {
 	node := exec.CommandContext(t.Context(), "node", script)
 	node.Env = append(os.Environ(), "PLAYWRIGHT_CORE="+playwright, "CHROMIUM="+chromium, "UI_URL="+u[1],
 		"LIVE_TASKS=T1,T2,T3,T4", "REVIEW_RUN="+reviewRunID, "REVIEW_TASKS=T1,T2",
-		"REVIEW_NOTE="+reviewNote, "SCREENSHOT_DIR="+shots)
+		"REVIEW_NOTE="+testkit.ReviewNote, "SCREENSHOT_DIR="+shots)
 	stdin, err := node.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := node.StdoutPipe()
@@ -181,7 +182,7 @@ func TestBrowser(t *testing.T) {
 	t.Logf("screenshots: %s; measurements: %s", strings.Join(got.Screenshots, ", "), filepath.Join(shots, "ui-metrics.json"))
 
 	// The retry clicked on the page is recorded, and resume acts on it.
-	require.Equal(t, map[string]string{"T1": `{"action":"retry","note":"` + reviewNote + `"}`}, recordedAnswers(t, dbURL, reviewRunID))
+	require.Equal(t, map[string]string{"T1": `{"action":"retry","note":"` + testkit.ReviewNote + `"}`}, recordedAnswers(t, dbURL, reviewRunID))
 	code, resumeOut, resumeErr := cli(t, "resume", reviewRunID, "--repo", reviewRepo)
 	require.Equal(t, exitOK, code, "resume: stdout:\n%s\nstderr:\n%s", resumeOut, resumeErr)
 	t1, _ := runState(t, dbURL, reviewRunID).State.Tasks.Get("T1")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/store"
 	"github.com/taskloom/taskloom/store/postgres"
@@ -83,27 +84,8 @@ func cli(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-// reviewNote is the note that makes the scripted model's retry of T1 pass.
-const reviewNote = "write good notes"
-
 // notesProduct has two independent tasks; T2 goes first.
-const notesProduct = `# notes
-
-## Milestone M1: Notes
-Files with notes.
-
-### Task T1: Write the notes file
-- user_story: As a user, I want a notes file, so that I remember things
-- priority: medium
-- files_to_create: notes.txt
-- acceptance_criteria: notes.txt holds good notes
-
-### Task T2: Write the log file
-- user_story: As a user, I want a log file, so that I see what happened
-- priority: high
-- files_to_create: log.txt
-- acceptance_criteria: log.txt holds a good log
-`
+var notesProduct = testkit.NotesProduct("medium", "high")
 
 func writeJSONFile(t *testing.T, path string, v any) {
 	t.Helper()
@@ -151,7 +133,7 @@ func escalatingRepo(t *testing.T, dbURL string) (repo, product string) {
 	t.Helper()
 	script := filepath.Join(t.TempDir(), "script.json")
 	writeJSONFile(t, script, map[string]any{"conversations": []map[string]any{
-		{"match": `Task: T1\b[\s\S]*Reviewer note: ` + regexp.QuoteMeta(reviewNote), "replies": []any{write("notes.txt", "good notes\n"), done(0)}},
+		{"match": `Task: T1\b[\s\S]*Reviewer note: ` + regexp.QuoteMeta(testkit.ReviewNote), "replies": []any{write("notes.txt", "good notes\n"), done(0)}},
 		{"match": `Task: T1\b`, "replies": []any{write("notes.txt", "bad notes\nline 2\n"), done(0)}},
 		{"match": `Task: T2\b`, "replies": []any{write("log.txt", "good log\n"), done(0)}},
 	}})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/ui"
@@ -158,10 +159,10 @@ func TestPageAndAPI(t *testing.T) {
 			// Retry with a note, from the page.
 			csrf := csrfOf(t, body)
 			res = do(t, h, "POST", "/api/runs/"+runID+"/review",
-				strings.NewReader(`{"task":"T1","action":"retry","note":"`+reviewNote+`"}`), pageHeader(csrf))
+				strings.NewReader(`{"task":"T1","action":"retry","note":"`+testkit.ReviewNote+`"}`), pageHeader(csrf))
 			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
 			require.Contains(t, res.Body.String(), `"resume_now":true`)
-			require.Equal(t, map[string]string{"T1": `{"action":"retry","note":"` + reviewNote + `"}`}, recordedAnswers(t, dbURL, runID))
+			require.Equal(t, map[string]string{"T1": `{"action":"retry","note":"` + testkit.ReviewNote + `"}`}, recordedAnswers(t, dbURL, runID))
 			// A second decision finds nothing left to decide.
 			res = do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"skip"}`), pageHeader(csrf))
 			require.Equal(t, http.StatusConflict, res.Code, res.Body.String())
@@ -171,7 +172,7 @@ func TestPageAndAPI(t *testing.T) {
 			final := runState(t, dbURL, runID)
 			t1, _ := final.State.Tasks.Get("T1")
 			require.Equal(t, planner.StatusCompleted, t1.Status)
-			require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+reviewNote)
+			require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+testkit.ReviewNote)
 			require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
 		})
 	}
@@ -335,7 +336,7 @@ func TestEventsFollowAnotherProcess(t *testing.T) {
 			require.Equal(t, nodes.RunPaused, first.Run.Status)
 			require.Empty(t, first.Events)
 
-			code, out, errOut := cli(t, "review", runID, "--repo", repo, "--task", "T1", "--action", "retry", "--note", reviewNote, "--resume")
+			code, out, errOut := cli(t, "review", runID, "--repo", repo, "--task", "T1", "--action", "retry", "--note", testkit.ReviewNote, "--resume")
 			require.Equal(t, exitOK, code, "review: stdout:\n%s\nstderr:\n%s", out, errOut)
 
 			seen := map[string]bool{}

@@ -23,28 +23,9 @@ import (
 	"github.com/taskloom/taskloom/store"
 )
 
-// reviewNote is the reviewer's note that the scripted model answers with a
-// passing attempt: the retry passes only if the note reaches the prompt.
-const reviewNote = "write good notes"
-
-// reviewProduct lists tasks explicitly, so no model plans them.
-const reviewProduct = `# notes
-
-## Milestone M1: Notes
-Files with notes.
-
-### Task T1: Write the notes file
-- user_story: As a user, I want a notes file, so that I remember things
-- priority: high
-- files_to_create: notes.txt
-- acceptance_criteria: notes.txt holds good notes
-
-### Task T2: Write the log file
-- user_story: As a user, I want a log file, so that I see what happened
-- priority: medium
-- files_to_create: log.txt
-- acceptance_criteria: log.txt holds a good log
-`
+// reviewProduct lists tasks explicitly, so no model plans them; T1 goes
+// first.
+var reviewProduct = testkit.NotesProduct("high", "medium")
 
 // reviewScript is the scripted model: T1's attempts write bad notes, which
 // the verify command rejects, unless the prompt carries the reviewer's
@@ -60,7 +41,7 @@ func reviewScript(t *testing.T, t2Fails bool) string {
 		t2 = "bad log\n"
 	}
 	script := map[string]any{"conversations": []map[string]any{
-		{"match": `Task: T1\b[\s\S]*Reviewer note: ` + regexp.QuoteMeta(reviewNote), "replies": []any{write("notes.txt", "good notes\n"), done}},
+		{"match": `Task: T1\b[\s\S]*Reviewer note: ` + regexp.QuoteMeta(testkit.ReviewNote), "replies": []any{write("notes.txt", "good notes\n"), done}},
 		{"match": `Task: T1\b`, "replies": []any{write("notes.txt", "bad notes\nline 2\nline 3\n"), done}},
 		{"match": `Task: T2\b`, "replies": []any{write("log.txt", t2), done}},
 	}}
@@ -291,16 +272,16 @@ func TestReviewFlagsRetryWithNoteAndResume(t *testing.T) {
 	runID := reviewRun(t, repo, product)
 
 	code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo,
-		"--task", "T1", "--action", "retry", "--note", reviewNote, "--resume")
+		"--task", "T1", "--action", "retry", "--note", testkit.ReviewNote, "--resume")
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
-	require.Contains(t, out, "  T1         retry (note: "+reviewNote+")\n")
+	require.Contains(t, out, "  T1         retry (note: "+testkit.ReviewNote+")\n")
 	require.Contains(t, out, "run "+runID+" (resumed)")
 
 	res := reviewState(t, repo, "", runID)
 	require.Equal(t, nodes.OutcomeCompleted, res.State.Outcome.Get())
 	t1 := taskStatus(t, res, "T1")
 	require.Equal(t, planner.StatusCompleted, t1.Status)
-	require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+reviewNote)
+	require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+testkit.ReviewNote)
 	// Only the conversation that matches the note writes good notes.
 	require.Equal(t, "good notes\n", testkit.MainFile(t, repo, "notes.txt"))
 	// The retry's attempt goes on counting: attempt 2 everywhere, the
@@ -371,16 +352,16 @@ func TestReviewInteractive(t *testing.T) {
 	runID := reviewRun(t, repo, product)
 
 	keys := strings.Join([]string{
-		"x",        // not an action
-		"r",        // retry T1
-		reviewNote, // its note
-		"n",        // not confirmed: ask again
-		"r",        // retry T1
-		reviewNote, // its note
-		"y",        // confirmed
-		"s",        // skip T2
-		"",         // confirmed by default
-		"n",        // do not resume now
+		"x",                // not an action
+		"r",                // retry T1
+		testkit.ReviewNote, // its note
+		"n",                // not confirmed: ask again
+		"r",                // retry T1
+		testkit.ReviewNote, // its note
+		"y",                // confirmed
+		"s",                // skip T2
+		"",                 // confirmed by default
+		"n",                // do not resume now
 	}, "\n") + "\n"
 	code, out, errOut := reviewCLI(t, fakeTerminal{strings.NewReader(keys)}, "review", runID, "--repo", repo)
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
@@ -392,9 +373,9 @@ func TestReviewInteractive(t *testing.T) {
 		"+bad log",
 		"T1: [f]ixed  [r]etry  [s]kip  [a]bort > type f, r, s or a (then Enter)\n",
 		"note for the worker's next attempt (optional, Enter for none): ",
-		`Retry T1 with the note "` + reviewNote + `"? [Y/n] `,
+		`Retry T1 with the note "` + testkit.ReviewNote + `"? [Y/n] `,
 		"Skip T2? [Y/n] ",
-		"recorded for run " + runID + ":\n  T1         retry (note: " + reviewNote + ")\n  T2         skip\n",
+		"recorded for run " + runID + ":\n  T1         retry (note: " + testkit.ReviewNote + ")\n  T2         skip\n",
 		"Resume now? [y/N] next: taskloom resume " + runID + "\n",
 	} {
 		require.Contains(t, out, want)
@@ -402,7 +383,7 @@ func TestReviewInteractive(t *testing.T) {
 	require.Equal(t, 3, strings.Count(out, "T1: [f]ixed  [r]etry  [s]kip  [a]bort"), "asked again after x and after the refused confirmation:\n%s", out)
 	decisions, pending := recordedDecisions(t, repo, "", runID)
 	require.Equal(t, map[string]nodes.Decision{
-		"T1": {Action: nodes.ActionRetry, Note: reviewNote},
+		"T1": {Action: nodes.ActionRetry, Note: testkit.ReviewNote},
 		"T2": {Action: nodes.ActionSkip},
 	}, decisions)
 	require.Empty(t, pending)
