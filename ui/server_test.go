@@ -45,11 +45,18 @@ func TestCheckAddr(t *testing.T) {
 	require.Error(t, err)
 }
 
-// do sends a request to h and returns the response.
+// do sends a request to h on its loopback address and returns the
+// response.
 func do(t *testing.T, h http.Handler, method, target string, body io.Reader, header http.Header) *httptest.ResponseRecorder {
 	t.Helper()
+	return doAt(t, h, "127.0.0.1:7070", method, target, body, header)
+}
+
+// doAt sends a request naming host to h and returns the response.
+func doAt(t *testing.T, h http.Handler, host, method, target string, body io.Reader, header http.Header) *httptest.ResponseRecorder {
+	t.Helper()
 	r := httptest.NewRequest(method, target, body)
-	r.Host = "127.0.0.1:7070"
+	r.Host = host
 	for k, v := range header {
 		r.Header[k] = v
 	}
@@ -217,11 +224,8 @@ func TestAccessRules(t *testing.T) {
 	t.Run("loopback", func(t *testing.T) {
 		h := newServer(t, dbURL, runID, nil).Handler()
 		require.Equal(t, http.StatusOK, do(t, h, "GET", "/", nil, nil).Code)
-		r := httptest.NewRequest("GET", "/", nil)
-		r.Host = "attacker.example:7070" // DNS rebinding
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		require.Equal(t, http.StatusForbidden, w.Code)
+		// DNS rebinding
+		require.Equal(t, http.StatusForbidden, doAt(t, h, "attacker.example:7070", "GET", "/", nil, nil).Code)
 	})
 
 	t.Run("remote token", func(t *testing.T) {
@@ -232,14 +236,7 @@ func TestAccessRules(t *testing.T) {
 		require.True(t, ok, "the URL carries the token: %s", url)
 		require.Len(t, token, 64)
 		remote := func(target string, header http.Header) *httptest.ResponseRecorder {
-			r := httptest.NewRequest("GET", target, nil)
-			r.Host = "192.0.2.1:7070"
-			for k, v := range header {
-				r.Header[k] = v
-			}
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			return w
+			return doAt(t, h, "192.0.2.1:7070", "GET", target, nil, header)
 		}
 		require.Equal(t, http.StatusUnauthorized, remote("/", nil).Code)
 		require.Equal(t, http.StatusUnauthorized, remote("/api/runs/"+runID, nil).Code)
