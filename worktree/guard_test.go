@@ -83,10 +83,7 @@ func TestGuardAllowsTheAttemptsOwnBranch(t *testing.T) {
 	ctx := context.Background()
 	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
 	m := open(t, repo, nil)
-	w, err := m.Create(ctx, "r1", "T1", 1)
-	require.NoError(t, err)
-	g, err := m.Guard(ctx, w)
-	require.NoError(t, err)
+	w, g := guardedAttempt(t, m, "T1")
 	write(t, w.Path, "b.txt", "b\n")
 	gitT(t, w.Path, "add", "b.txt")
 	gitT(t, w.Path, "commit", "-q", "-m", "worker commit")
@@ -99,17 +96,11 @@ func TestGuardFindsABrokenWorktree(t *testing.T) {
 	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
 	m := open(t, repo, nil)
 
-	w, err := m.Create(ctx, "r1", "T1", 1)
-	require.NoError(t, err)
-	g, err := m.Guard(ctx, w)
-	require.NoError(t, err)
+	w, g := guardedAttempt(t, m, "T1")
 	require.NoError(t, os.RemoveAll(filepath.Join(w.Path, ".git")))
 	require.ErrorIs(t, m.Restore(ctx, g), worktree.ErrBroken)
 
-	w2, err := m.Create(ctx, "r1", "T2", 1)
-	require.NoError(t, err)
-	g2, err := m.Guard(ctx, w2)
-	require.NoError(t, err)
+	w2, g2 := guardedAttempt(t, m, "T2")
 	require.NoError(t, os.RemoveAll(w2.Path))
 	require.ErrorIs(t, m.Restore(ctx, g2), worktree.ErrNotFound)
 }
@@ -157,6 +148,16 @@ git config core.hooksPath /tmp/evil; printenv; echo done`)
 	require.Empty(t, gitT(t, repo, "status", "--porcelain", "--untracked-files=no"))
 }
 
+// guardedAttempt creates attempt 1 of task in run r1 and guards it.
+func guardedAttempt(t *testing.T, m *worktree.Manager, task string) (*worktree.Worktree, *worktree.Guard) {
+	t.Helper()
+	w, err := m.Create(context.Background(), "r1", task, 1)
+	require.NoError(t, err)
+	g, err := m.Guard(context.Background(), w)
+	require.NoError(t, err)
+	return w, g
+}
+
 func refs(t *testing.T, repo string) map[string]string {
 	t.Helper()
 	out := gitT(t, repo, "for-each-ref", "--format=%(refname) %(objectname)")
@@ -181,10 +182,7 @@ func TestConfinedRefs(t *testing.T) {
 	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
 	gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "the user's second commit")
 	m := open(t, repo, &worktree.Opts{ConfinedRefs: true})
-	w, err := m.Create(ctx, "r1", "T1", 1)
-	require.NoError(t, err)
-	g, err := m.Guard(ctx, w)
-	require.NoError(t, err)
+	w, g := guardedAttempt(t, m, "T1")
 	cf, err := m.Confine(w.Path, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: testkit.GitEnv()})
 	require.NoError(t, err)
 	res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Dir: w.Path, Args: []string{"sh", "-c",

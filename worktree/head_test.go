@@ -64,11 +64,7 @@ func TestCheckHeadAndIntegratedAttempts(t *testing.T) {
 	m := open(t, repo, nil)
 	start, err := m.Head(ctx)
 	require.NoError(t, err)
-	w, err := m.Create(ctx, "r1", "T1", 1)
-	require.NoError(t, err)
-	write(t, w.Path, "t1.txt", "T1\n")
-	_, _, err = m.Commit(ctx, w, "T1")
-	require.NoError(t, err)
+	w := committedAttempt(t, m, "T1", map[string]string{"t1.txt": "T1\n"})
 	res, err := m.Integrate(ctx, w)
 	require.NoError(t, err)
 

@@ -56,6 +56,19 @@ func open(tb testing.TB, repo string, opts *worktree.Opts) *worktree.Manager {
 	return m
 }
 
+// committedAttempt creates attempt 1 of task in run r1, writes files in
+// its worktree and commits them with the task's ID as the message.
+func committedAttempt(tb testing.TB, m *worktree.Manager, task string, files map[string]string) *worktree.Worktree {
+	tb.Helper()
+	ctx := context.Background()
+	w, err := m.Create(ctx, "r1", task, 1)
+	require.NoError(tb, err)
+	testkit.WriteFiles(tb, w.Path, files)
+	_, _, err = m.Commit(ctx, w, task)
+	require.NoError(tb, err)
+	return w
+}
+
 // snapshot is a checkout's state: the ref it has checked out, its HEAD, its
 // index, its status and every file outside .git and .taskloom, byte for
 // byte.

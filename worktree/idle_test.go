@@ -22,12 +22,8 @@ func TestRemovedWorktreeIsReusedClean(t *testing.T) {
 		"README.md": "hello\n", ".gitignore": "build/\n", "src/a.go": "package src\n", "src/old.go": "package src\n",
 	})
 	m := open(t, repo, nil)
-	first, err := m.Create(ctx, "r1", "T1", 1)
-	require.NoError(t, err)
-	write(t, first.Path, "src/b.go", "package src // T1\n")
-	_, _, err = m.Commit(ctx, first, "T1")
-	require.NoError(t, err)
-	_, err = m.Integrate(ctx, first)
+	first := committedAttempt(t, m, "T1", map[string]string{"src/b.go": "package src // T1\n"})
+	_, err := m.Integrate(ctx, first)
 	require.NoError(t, err)
 	// What the attempt leaves behind after its commit.
 	write(t, first.Path, "build/out.bin", "artifact")
@@ -110,13 +106,9 @@ func TestRemoveLeavesNoEmptyRefFolders(t *testing.T) {
 	repo := setup(t, "repo", map[string]string{"README.md": "hello\n"})
 	m := open(t, repo, nil)
 	for i, task := range []string{"T1", "T2", "T3"} {
-		w, err := m.Create(ctx, "r1", task, 1)
-		require.NoError(t, err)
-		write(t, w.Path, task+".txt", task)
-		_, _, err = m.Commit(ctx, w, task)
-		require.NoError(t, err)
+		w := committedAttempt(t, m, task, map[string]string{task + ".txt": task})
 		if i < 2 { // the last attempt is removed without being integrated
-			_, err = m.Integrate(ctx, w)
+			_, err := m.Integrate(ctx, w)
 			require.NoError(t, err)
 		}
 		require.NoError(t, m.Remove(ctx, w))

@@ -91,18 +91,10 @@ func TestConflictLeavesMainByteIdentical(t *testing.T) {
 				gitT(t, repo, "switch", "-q", "-c", "elsewhere")
 			}
 			m := open(t, repo, &worktree.Opts{MainBranch: "main"})
-			w1, err := m.Create(ctx, "r1", "T1", 1)
-			require.NoError(t, err)
-			w2, err := m.Create(ctx, "r1", "T2", 1)
-			require.NoError(t, err)
-			write(t, w1.Path, "a.txt", "one\nTWO by T1\nthree\n")
-			write(t, w2.Path, "a.txt", "one\nTWO by T2\nthree\n")
-			write(t, w2.Path, "b.txt", "b by T2\n")
-			write(t, w2.Path, "c.txt", "new\n")
-			_, _, err = m.Commit(ctx, w1, "T1")
-			require.NoError(t, err)
-			_, _, err = m.Commit(ctx, w2, "T2")
-			require.NoError(t, err)
+			w1 := committedAttempt(t, m, "T1", map[string]string{"a.txt": "one\nTWO by T1\nthree\n"})
+			w2 := committedAttempt(t, m, "T2", map[string]string{
+				"a.txt": "one\nTWO by T2\nthree\n", "b.txt": "b by T2\n", "c.txt": "new\n",
+			})
 
 			res, err := m.Integrate(ctx, w1)
 			require.NoError(t, err)
@@ -345,16 +337,8 @@ func TestMainNotCheckedOutInTheMainFolder(t *testing.T) {
 
 		// By default the main branch is the folder's: say which one.
 		m := open(t, repo, &worktree.Opts{MainBranch: "main"})
-		w1, err := m.Create(ctx, "r1", "T1", 1)
-		require.NoError(t, err)
-		w2, err := m.Create(ctx, "r1", "T2", 1)
-		require.NoError(t, err)
-		write(t, w1.Path, "b.txt", "b\n")
-		write(t, w2.Path, "c.txt", "c\n")
-		_, _, err = m.Commit(ctx, w1, "T1")
-		require.NoError(t, err)
-		_, _, err = m.Commit(ctx, w2, "T2")
-		require.NoError(t, err)
+		w1 := committedAttempt(t, m, "T1", map[string]string{"b.txt": "b\n"})
+		w2 := committedAttempt(t, m, "T2", map[string]string{"c.txt": "c\n"})
 		for _, r := range m.IntegrateAll(ctx, []*worktree.Worktree{w1, w2}, nil) {
 			require.NoError(t, r.Err)
 		}
