@@ -276,10 +276,7 @@ func interruptGraph(t *testing.T, runs *atomic.Int32) *graph.Graph[state] {
 
 func TestInterruptsInParallelBranches(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("resuming needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		var runs atomic.Int32
 		run, err := interruptGraph(t, &runs).Compile(&graph.CompileOpts{Saver: saver})
@@ -337,10 +334,7 @@ func interruptIDs(ints []graph.Interruption) []string {
 // Continue.
 func TestBranchFailureKeepsSiblingWrites(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("continuing needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		var mu sync.Mutex
 		calls := map[int]int{}
@@ -403,10 +397,7 @@ func (f *failingSaver) Put(ctx context.Context, l checkpoint.Lease, cp checkpoin
 
 func TestCrashBetweenWritesAndCheckpoint(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		var calls atomic.Int32
 		fs := &failingSaver{Saver: saver, failStep: 2}
@@ -517,10 +508,7 @@ func TestSerializationErrorNamesPath(t *testing.T) {
 
 func TestHistoryForkUpdatePrune(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		g := counter(10)
 		run, err := g.Compile(&graph.CompileOpts{Saver: saver})
@@ -575,10 +563,7 @@ func TestHistoryForkUpdatePrune(t *testing.T) {
 // gets ErrThreadBusy naming the holder.
 func TestLeaseRefusesSecondDriver(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		entered, release := make(chan struct{}), make(chan struct{})
 		g := graph.New[state]()
@@ -614,10 +599,7 @@ func TestLeaseRefusesSecondDriver(t *testing.T) {
 // deltas and checks that storage grows with what changed.
 func TestDeltasAfterManySteps(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		const steps = 1000
 		counting := &countingSaver{Saver: saver}
@@ -697,10 +679,7 @@ func (c *fakeClock) waits() []time.Duration {
 // that no longer exists is taken over at once, before it expires.
 func TestDeadHolderTakenOver(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		run, err := linear(t).Compile(&graph.CompileOpts{Saver: saver})
 		require.NoError(t, err)
@@ -730,10 +709,7 @@ func TestDeadHolderTakenOver(t *testing.T) {
 // returns.
 func TestAsyncDurability(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		g := counter(50)
 		run, err := g.Compile(&graph.CompileOpts{Saver: saver, Durability: graph.DurabilityAsync})

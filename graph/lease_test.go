@@ -62,10 +62,7 @@ func takeOver(t *testing.T, saver checkpoint.Saver, threadID, holder string) {
 // returns it.
 func TestLeaseLostToAnotherHolder(t *testing.T) {
 	t.Parallel()
-	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
-		if saver == nil {
-			t.Skip("needs a saver")
-		}
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		t.Parallel()
 		entered := make(chan struct{}, 1)
 		run, err := blocking(entered, nil).Compile(&graph.CompileOpts{Saver: saver, LeaseTTL: 300 * time.Millisecond})

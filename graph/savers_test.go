@@ -36,3 +36,14 @@ func forEachSaver(t *testing.T, fn func(t *testing.T, saver checkpoint.Saver)) {
 		})
 	}
 }
+
+// forEachStoringSaver is forEachSaver for tests of what a saver keeps: the
+// subtest without a saver is skipped.
+func forEachStoringSaver(t *testing.T, fn func(t *testing.T, saver checkpoint.Saver)) {
+	forEachSaver(t, func(t *testing.T, saver checkpoint.Saver) {
+		if saver == nil {
+			t.Skip("needs a saver")
+		}
+		fn(t, saver)
+	})
+}
