@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/testkit"
 )
 
 type item struct {
@@ -418,7 +419,7 @@ func TestCrashBetweenWritesAndCheckpoint(t *testing.T) {
 
 func TestRetryPolicyOnInjectedClock(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
+	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var attempts atomic.Int32
 	g := graph.New[state]()
 	g.AddNode("flaky", func(_ context.Context, s state) (state, error) {
@@ -439,7 +440,7 @@ func TestRetryPolicyOnInjectedClock(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	require.Equal(t, []string{"ok"}, res.State.Log.Items())
-	require.Equal(t, []time.Duration{time.Second, 3 * time.Second}, clock.waits())
+	require.Equal(t, []time.Duration{time.Second, 3 * time.Second}, clock.Waits())
 	var kinds []graph.EventKind
 	for _, e := range events {
 		kinds = append(kinds, e.Kind)
@@ -642,37 +643,6 @@ func TestDeltasAfterManySteps(t *testing.T) {
 		t.Logf("state %d B, stored %.0f B/step", len(full), perStep)
 		require.Less(t, perStep, float64(len(full))/10, "a step stores far less than the state")
 	})
-}
-
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	slept []time.Duration
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// After records the wait and fires at once, advancing the clock.
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.slept = append(c.slept, d)
-	c.now = c.now.Add(d)
-	ch := make(chan time.Time, 1)
-	ch <- c.now
-	return ch
-}
-
-func (c *fakeClock) waits() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.slept)
 }
 
 // TestDeadHolderTakenOver: a lease whose holder is a process of this host

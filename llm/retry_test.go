@@ -11,36 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/llm/llmtest"
 )
 
-// fakeClock is a clock whose sleeps return at once and move it on.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	sleeps []time.Duration
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	c.sleeps = append(c.sleeps, d)
-	return ctx.Err()
-}
-
-func (c *fakeClock) Sleeps() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]time.Duration(nil), c.sleeps...)
+// newFakeClock returns a fake clock at the time the tests' Retry-After
+// dates are written against.
+func newFakeClock() *testkit.Clock {
+	return testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // echo answers every turn with one write_to_file call.
@@ -63,7 +41,7 @@ func retryAfterHeader(v string) http.Header { return http.Header{"Retry-After": 
 type providerSetup struct {
 	model llms.Model
 	srv   *llmtest.Provider
-	clock *fakeClock
+	clock *testkit.Clock
 	waits []WaitInfo
 	mu    sync.Mutex
 }
@@ -127,7 +105,7 @@ func TestRetriesInPlace(t *testing.T) {
 				reasons = append(reasons, w.Reason)
 			}
 			require.Equal(t, []string{KindRateLimit, KindRateLimit, KindOverloaded, KindServer, KindReset, KindServer}, reasons)
-			waits := s.clock.Sleeps()
+			waits := s.clock.Waits()
 			require.Equal(t, 3*time.Second, waits[0], "retry-after in seconds")
 			require.Equal(t, 1500*time.Millisecond, waits[1], "retry-after-ms")
 			require.Equal(t, 2*time.Second, waits[2], "full jitter: half of 2^2 s with the stubbed rand")
