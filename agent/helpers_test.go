@@ -180,26 +180,6 @@ func requirePaired(t *testing.T, rec *agent.Record) {
 	}
 }
 
-func requireRequestPaired(t *testing.T, msgs []llms.MessageContent) {
-	t.Helper()
-	calls := map[string]bool{}
-	answered := map[string]bool{}
-	for _, m := range msgs {
-		for _, p := range m.Parts {
-			switch p := p.(type) {
-			case llms.ToolCall:
-				calls[p.ID] = true
-			case llms.ToolCallResponse:
-				require.True(t, calls[p.ToolCallID], "tool response %s before or without its call", p.ToolCallID)
-				answered[p.ToolCallID] = true
-			}
-		}
-	}
-	for id := range calls {
-		require.True(t, answered[id], "tool call %s has no response in the request", id)
-	}
-}
-
 func firstUserText(msgs []llms.MessageContent) string {
 	for _, m := range msgs {
 		if m.Role != llms.ChatMessageTypeHuman {

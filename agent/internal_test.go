@@ -237,6 +237,27 @@ func TestPricingFromModel(t *testing.T) {
 	require.Equal(t, Pricing{InputPerMTok: 1}, o.Pricing)
 }
 
+// RequireRequestPaired fails the test unless every tool call in the
+// request msgs has its response, after it: providers refuse a request
+// that splits a pair. where, said first in a failure, names the case. It
+// is exported for the package's external tests too.
+func RequireRequestPaired(t *testing.T, msgs []llms.MessageContent, where string) {
+	t.Helper()
+	calls, answered := map[string]bool{}, map[string]bool{}
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				calls[p.ID] = true
+			case llms.ToolCallResponse:
+				require.True(t, calls[p.ToolCallID], "%stool response %s before or without its call", where, p.ToolCallID)
+				answered[p.ToolCallID] = true
+			}
+		}
+	}
+	require.Equal(t, calls, answered, "%sa tool call has no response in the request", where)
+}
+
 func TestCondenseNeverSplitsToolPairs(t *testing.T) {
 	t.Parallel()
 	script, err := llm.ParseScript([]byte(`{"conversations": [{"match": ".", "replies": [{"content": "summary"}]}]}`))
@@ -259,20 +280,8 @@ func TestCondenseNeverSplitsToolPairs(t *testing.T) {
 			require.NoError(t, err)
 			for round := range 2 {
 				require.NoError(t, c.condense(context.Background(), 1, 0))
-				calls, answered := map[string]bool{}, map[string]bool{}
 				msgs := c.request()
-				for _, m := range msgs {
-					for _, p := range m.Parts {
-						switch p := p.(type) {
-						case llms.ToolCall:
-							calls[p.ID] = true
-						case llms.ToolCallResponse:
-							require.True(t, calls[p.ToolCallID], "turns %d keep %d round %d: response %s without its call", turns, keep, round, p.ToolCallID)
-							answered[p.ToolCallID] = true
-						}
-					}
-				}
-				require.Equal(t, calls, answered, "turns %d keep %d round %d", turns, keep, round)
+				RequireRequestPaired(t, msgs, fmt.Sprintf("turns %d keep %d round %d: ", turns, keep, round))
 				require.Equal(t, "the task", msgs[1].Parts[0].(llms.TextContent).Text, "the task stays first")
 			}
 		}

@@ -79,7 +79,7 @@ func TestMalformedJSONThenGoodRetry(t *testing.T) {
 	require.Equal(t, "{\"path\": \"a.go\", \"content\": \"package a\n", uses[0].RawInput)
 	require.Contains(t, uiKinds(rec), agent.SayError)
 	require.Equal(t, "package a\n", readFile(t, filepath.Join(e.wt, "a.go")))
-	requireRequestPaired(t, e.model.last())
+	agent.RequireRequestPaired(t, e.model.last(), "")
 }
 
 func TestMalformedJSONCountsAsMistake(t *testing.T) {

@@ -211,7 +211,7 @@ func TestCondensation(t *testing.T) {
 	// The last request: system prompt, task + summary, the kept turn. The
 	// big file is gone and every tool call still has its response.
 	last := e.model.last()
-	requireRequestPaired(t, last)
+	agent.RequireRequestPaired(t, last, "")
 	first := firstUserText(last)
 	require.True(t, strings.HasPrefix(first, "Task: T9 — condense\nRead and write.\nConversation summary (condensation 1;"))
 	var sent strings.Builder
@@ -262,7 +262,7 @@ func TestResumeRepairsDanglingToolUse(t *testing.T) {
 	// The repaired result sits right after its tool_use, before the note.
 	require.Equal(t, agent.BlockToolResult, got.API[2].Content[0].Type)
 	require.Equal(t, "old", got.API[2].Content[0].ToolUseID)
-	requireRequestPaired(t, e.model.last())
+	agent.RequireRequestPaired(t, e.model.last(), "")
 }
 
 func TestResumeWithNote(t *testing.T) {
