@@ -6,16 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/taskloom/taskloom/graph/checkpoint"
 )
 
 var jsonUnmarshal = json.Unmarshal
 
-// Clock tells the time and waits. Tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has passed.
-	After(d time.Duration) <-chan time.Time
-}
+// Clock tells the time and waits. Tests inject a fake one. It is
+// checkpoint.Clock, the type the savers' retries wait on, so one fake can
+// serve both.
+type Clock = checkpoint.Clock
 
 type realClock struct{}
 

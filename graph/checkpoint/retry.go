@@ -47,9 +47,11 @@ func (e *UnreachableError) Is(target error) bool { return target == ErrStoreUnre
 // Unwrap returns the last error.
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
-// Clock tells the time and waits; graph.Clock is one. Tests inject a fake.
+// Clock tells the time and waits; graph.Clock is this type. Tests inject a
+// fake.
 type Clock interface {
 	Now() time.Time
+	// After returns a channel that receives once d has passed.
 	After(d time.Duration) <-chan time.Time
 }
 
