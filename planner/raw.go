@@ -263,15 +263,31 @@ func (d *rawDecoder) requiredArray(m map[string]any, key, p string) ([]any, bool
 	return a, ok
 }
 
-func (d *rawDecoder) milestone(p string, v any) RawMilestone {
-	var ms RawMilestone
+// fields decodes the object at p one field at a time, in key order: set
+// decodes the field k (at path kp) and reports false for a field it does
+// not know, which is an issue listing allowed. Each of required that the
+// object lacks is an issue too.
+func (d *rawDecoder) fields(p string, v any, allowed string, required []string, set func(k, kp string, val any) bool) {
 	m, ok := d.object(p, v)
 	if !ok {
-		return ms
+		return
 	}
 	for _, k := range sortedKeys(m) {
-		val := m[k]
 		kp := p + "." + k
+		if !set(k, kp, m[k]) {
+			d.add(kp, "unknown field (allowed: %s)", allowed)
+		}
+	}
+	for _, k := range required {
+		if _, ok := m[k]; !ok {
+			d.add(p+"."+k, "required")
+		}
+	}
+}
+
+func (d *rawDecoder) milestone(p string, v any) RawMilestone {
+	var ms RawMilestone
+	d.fields(p, v, "id, name, description", []string{"id", "name"}, func(k, kp string, val any) bool {
 		switch k {
 		case "id":
 			ms.ID = d.str(kp, val)
@@ -282,14 +298,10 @@ func (d *rawDecoder) milestone(p string, v any) RawMilestone {
 				ms.Description = d.str(kp, val)
 			}
 		default:
-			d.add(kp, "unknown field (allowed: id, name, description)")
+			return false
 		}
-	}
-	for _, k := range []string{"id", "name"} {
-		if _, ok := m[k]; !ok {
-			d.add(p+"."+k, "required")
-		}
-	}
+		return true
+	})
 	return ms
 }
 
@@ -297,13 +309,8 @@ var taskFields = "id, title, user_story, acceptance_criteria, files_to_create, f
 
 func (d *rawDecoder) task(p string, v any) RawTask {
 	var t RawTask
-	m, ok := d.object(p, v)
-	if !ok {
-		return t
-	}
-	for _, k := range sortedKeys(m) {
-		val := m[k]
-		kp := p + "." + k
+	required := []string{"id", "title", "milestone_id", "acceptance_criteria"}
+	d.fields(p, v, taskFields, required, func(k, kp string, val any) bool {
 		switch k {
 		case "id":
 			t.ID = d.str(kp, val)
@@ -330,30 +337,32 @@ func (d *rawDecoder) task(p string, v any) RawTask {
 				t.Priority = Priority(d.str(kp, val))
 			}
 		case "estimated_minutes":
-			if val == nil {
-				continue
-			}
-			n, ok := val.(json.Number)
-			if !ok {
-				d.add(kp, "must be a number, got %s", typeName(val))
-				continue
-			}
-			f, err := n.Float64()
-			if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-				d.add(kp, "must be a finite number, got %s", n)
-				continue
-			}
-			t.EstimatedMinutes = &f
+			t.EstimatedMinutes = d.finite(kp, val)
 		default:
-			d.add(kp, "unknown field (allowed: %s)", taskFields)
+			return false
 		}
-	}
-	for _, k := range []string{"id", "title", "milestone_id", "acceptance_criteria"} {
-		if _, ok := m[k]; !ok {
-			d.add(p+"."+k, "required")
-		}
-	}
+		return true
+	})
 	return t
+}
+
+// finite decodes an optional number: null, and a value that is not a
+// finite number (an issue), are nil.
+func (d *rawDecoder) finite(p string, v any) *float64 {
+	if v == nil {
+		return nil
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		d.add(p, "must be a number, got %s", typeName(v))
+		return nil
+	}
+	f, err := n.Float64()
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		d.add(p, "must be a finite number, got %s", n)
+		return nil
+	}
+	return &f
 }
 
 func (d *rawDecoder) str(p string, v any) string {
