@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/llm"
 )
 
@@ -103,7 +104,6 @@ func testHostileWorker(t *testing.T, kind string, tc hostileCase, guardOnly bool
 	for k, v := range hostileSecrets {
 		t.Setenv(k, v)
 	}
-	dir := t.TempDir()
 	script := filepath.Join(t.TempDir(), "hostile.sh")
 	require.NoError(t, os.WriteFile(script, []byte(`#!/bin/sh
 case "$1" in *"Attempt: 1 of"*)
@@ -121,12 +121,7 @@ echo '{"type":"result","result":"done"}'
 	}
 	data, err := json.Marshal(cfg)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), data, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("the user's readme\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Say hello\n- acceptance_criteria:\n  - hello.txt exists\n- files_to_create: hello.txt\n"), 0o644))
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "p")
+	dir := testkit.Repo(t, map[string]string{".project-config.json": string(data), "README.md": "the user's readme\n", "PRODUCT.md": helloProduct})
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "user.txt"), []byte("the user's work\n"), 0o644))
 	git(t, dir, "add", "user.txt")
 	git(t, dir, "commit", "-q", "-m", "the user's commit")
@@ -277,7 +272,6 @@ func TestE2EHostileAgent(t *testing.T) {
 			t.Setenv("HOME", home)
 			require.NoError(t, os.WriteFile(filepath.Join(home, ".aws-credentials"),
 				[]byte("aws_secret_access_key = "+hostileSecrets["AWS_SECRET_ACCESS_KEY"]+"\n"), 0o600))
-			dir := t.TempDir()
 			cmd := func(c string) llm.ScriptedToolCall {
 				args, _ := json.Marshal(map[string]string{"command": c})
 				return llm.ScriptedToolCall{Name: "execute_command", Arguments: args}
@@ -290,12 +284,8 @@ func TestE2EHostileAgent(t *testing.T) {
 				{Match: `Task: T1 [\s\S]*Attempt: 2 of`, Replies: writeAndFinish("hello.txt", "hello\n")},
 			}}
 			session := writeSession(t, script)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 2,
-"verify": {"command": ["sh", "-c", "printenv; test -f hello.txt"]}, "build_verification": {"command": ["true"]}}`), 0o644))
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Say hello\n- acceptance_criteria:\n  - hello.txt exists\n- files_to_create: hello.txt\n"), 0o644))
-			git(t, dir, "init", "-q", "-b", "main")
-			git(t, dir, "add", "-A")
-			git(t, dir, "commit", "-q", "-m", "p")
+			dir := testkit.Repo(t, map[string]string{".project-config.json": `{"max_attempts": 2,
+"verify": {"command": ["sh", "-c", "printenv; test -f hello.txt"]}, "build_verification": {"command": ["true"]}}`, "PRODUCT.md": helloProduct})
 			git(t, dir, "commit", "-q", "--allow-empty", "-m", "the user's commit")
 			userHead := strings.TrimSpace(git(t, dir, "rev-parse", "main"))
 

@@ -68,6 +68,9 @@ func exampleRepo(t *testing.T, config func(map[string]any), session func(*llm.Sc
 // git runs git in a test repo with a test identity.
 var git = testkit.Git
 
+// helloProduct is a PRODUCT.md of one task, T1, that creates hello.txt.
+const helloProduct = "# p\n\n## Milestone M1: One\n\n### Task T1: Say hello\n- acceptance_criteria:\n  - hello.txt exists\n- files_to_create: hello.txt\n"
+
 // greetRepo makes a git repo of module example.com/name with an empty Go
 // package greet, the config and the PRODUCT.md given.
 func greetRepo(t *testing.T, name, config, product string) string {
@@ -498,12 +501,10 @@ func TestE2EAPIKeyNeverStored(t *testing.T) {
 		fmt.Fprintf(w, `{"error": {"message": "Incorrect API key provided: %s", "type": "invalid_request_error"}}`, key)
 	}))
 	defer srv.Close()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(`{"max_attempts": 1, "verify": {"command": ["true"]}, "build_verification": {"command": ["true"]}, "llm": {"api_key_env": "MY_COMPATIBLE_KEY"}}`), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: A file\n- acceptance_criteria:\n  - a.txt exists\n- files_to_create: a.txt\n"), 0o644))
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "p")
+	dir := testkit.Repo(t, map[string]string{
+		".project-config.json": `{"max_attempts": 1, "verify": {"command": ["true"]}, "build_verification": {"command": ["true"]}, "llm": {"api_key_env": "MY_COMPATIBLE_KEY"}}`,
+		"PRODUCT.md":           "# p\n\n## Milestone M1: One\n\n### Task T1: A file\n- acceptance_criteria:\n  - a.txt exists\n- files_to_create: a.txt\n",
+	})
 	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--model", "openai-compatible:gpt-test@"+srv.URL+"/v1")
 	require.True(t, sawKey.Load(), "the key reached the provider")
 	require.Equal(t, 3, code, "the worker's failure is escalated\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
@@ -537,7 +538,6 @@ func TestE2ECommandWorker(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// An external agent on a task list needs no model, and no key.
 			t.Setenv("ANTHROPIC_API_KEY", "")
-			dir := t.TempDir()
 			agentScript := filepath.Join(t.TempDir(), "agent.sh")
 			// The agent writes the task's file on its second run only, so
 			// the Ralph loop needs two iterations.
@@ -558,12 +558,7 @@ echo '{"type":"result","result":"wrote hello.txt <promise>DONE</promise>","total
 			}
 			data, err := json.Marshal(cfg)
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), data, 0o644))
-			require.NoError(t, os.WriteFile(filepath.Join(dir, ".gitignore"), []byte(".runs\n"), 0o644))
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "PRODUCT.md"), []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Say hello\n- acceptance_criteria:\n  - hello.txt exists\n- files_to_create: hello.txt\n"), 0o644))
-			git(t, dir, "init", "-q", "-b", "main")
-			git(t, dir, "add", "-A")
-			git(t, dir, "commit", "-q", "-m", "p")
+			dir := testkit.Repo(t, map[string]string{".project-config.json": string(data), ".gitignore": ".runs\n", "PRODUCT.md": helloProduct})
 			code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 			data, err = os.ReadFile(filepath.Join(dir, "hello.txt"))
