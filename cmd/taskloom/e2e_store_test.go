@@ -13,7 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
@@ -141,45 +143,83 @@ const unreachableNotice = "store unreachable ("
 // run: right after a task was integrated (before its checkpoint), and as a
 // worker starts. Each time, the run says once that it waits for the store;
 // the server comes back when it does; the run completes, each task
-// integrated once.
+// integrated once. With an origin remote the attempts go through the River
+// queue in the same database, whose workers must ride out the restarts
+// too.
 func TestE2EStoreRestartMidRun(t *testing.T) {
 	skipShort(t)
-	srv := checkpointtest.StartPostgres(t)
-	dir := commandRepo(t, nil)
-	stderr := &watchWriter{substr: unreachableNotice, fn: srv.Start}
-	var mu sync.Mutex
-	stops := 0
-	stop := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stops++
-		srv.Stop()
-	}
-	var passed sync.Map
-	session.PointFunc = func(p string) {
-		// The first integration, and the third worker start.
-		n, _ := passed.LoadOrStore(p, new(int))
-		mu.Lock()
-		*n.(*int)++
-		k := *n.(*int)
-		mu.Unlock()
-		if (p == "integrate:after" && k == 1) || (p == "implement:before_worker" && k == 3) {
-			stop()
-		}
-	}
-	t.Cleanup(func() { session.PointFunc = nil })
+	for _, queued := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in-process", true: "queued"}[queued], func(t *testing.T) {
+			srv := checkpointtest.StartPostgres(t)
+			dir := commandRepo(t, nil)
+			if queued {
+				remote := filepath.Join(t.TempDir(), "remote.git")
+				git(t, dir, "init", "-q", "--bare", remote)
+				git(t, dir, "remote", "add", "origin", remote)
+				git(t, dir, "push", "-q", "origin", "main")
+			}
+			// In process, the server comes back when the run says it
+			// waits for it. Queued, the run may be waiting on its jobs and
+			// say nothing: the server comes back a second later, as a
+			// restarted one does, and the queue's workers must go on.
+			stderr := &watchWriter{substr: unreachableNotice, fn: srv.Start}
+			if queued {
+				stderr.fn = nil
+			}
+			var mu sync.Mutex
+			stops := 0
+			stop := func() {
+				mu.Lock()
+				defer mu.Unlock()
+				stops++
+				srv.Stop()
+				if queued {
+					time.AfterFunc(time.Second, srv.Start)
+				}
+			}
+			var passed sync.Map
+			session.PointFunc = func(p string) {
+				// The first integration, and the third worker start.
+				n, _ := passed.LoadOrStore(p, new(int))
+				mu.Lock()
+				*n.(*int)++
+				k := *n.(*int)
+				mu.Unlock()
+				if (p == "integrate:after" && k == 1) || (p == "implement:before_worker" && k == 3) {
+					stop()
+				}
+			}
+			t.Cleanup(func() { session.PointFunc = nil })
 
-	code, stdout := taskloomTo(t, stderr, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--db", srv.URL())
-	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-	id := runID(t, stdout)
-	require.Contains(t, stdout, "run "+id+": completed")
-	eachIntegratedOnce(t, dir)
-	noWorktreesLeft(t, dir)
-	mu.Lock()
-	require.Equal(t, 2, stops)
-	mu.Unlock()
-	require.Equal(t, 2, strings.Count(stderr.String(), unreachableNotice), "one notice per outage:\n%s", stderr)
-	require.Contains(t, stderr.String(), "; retrying for up to 2m\n")
+			code, stdout := taskloomTo(t, stderr, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--db", srv.URL())
+			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			id := runID(t, stdout)
+			require.Contains(t, stdout, "run "+id+": completed")
+			eachIntegratedOnce(t, dir)
+			noWorktreesLeft(t, dir)
+			mu.Lock()
+			require.Equal(t, 2, stops)
+			mu.Unlock()
+			if !queued {
+				require.Equal(t, 2, strings.Count(stderr.String(), unreachableNotice), "one notice per outage:\n%s", stderr)
+				require.Contains(t, stderr.String(), "; retrying for up to 2m\n")
+			} else {
+				require.LessOrEqual(t, strings.Count(stderr.String(), unreachableNotice), 2, "at most one notice per outage:\n%s", stderr)
+				require.Equal(t, len(storeTasks), riverJobs(t, srv.URL(), id), "each attempt went through the queue once")
+			}
+		})
+	}
+}
+
+// riverJobs counts the River jobs of a run: the attempts it queued.
+func riverJobs(t *testing.T, url, runID string) int {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(context.Background()) }()
+	var n int
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE args->>'run_id' = $1`, runID).Scan(&n))
+	return n
 }
 
 // TestE2EStoreRetryExhausted: the server goes away for longer than
