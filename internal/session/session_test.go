@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/planner"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -70,4 +71,18 @@ func TestLoadConfig(t *testing.T) {
 		_, err := LoadConfig(cmd.Flags(), repo, "")
 		require.EqualError(t, err, "parallel_workers: must be at least 0, got -1 (from --workers)")
 	})
+}
+
+// TestDefaultLimitsAgree: the config file's default task size limits and
+// the planner's own defaults are written in two packages, which import
+// neither the other; this keeps them from drifting apart.
+func TestDefaultLimitsAgree(t *testing.T) {
+	require.Equal(t, planner.DefaultLimits(), PlannerLimits(config.Default()))
+	// The config's bound on the complexity threshold is the planner's
+	// highest score.
+	cfg := config.Default()
+	cfg.TaskSizeLimits.ComplexityThreshold = planner.MaxTotal
+	require.NoError(t, cfg.Validate())
+	cfg.TaskSizeLimits.ComplexityThreshold = planner.MaxTotal + 0.5
+	require.Error(t, cfg.Validate())
 }
