@@ -91,6 +91,15 @@ func newClient(t *testing.T, opts mcpclient.Opts) *mcpclient.Client {
 	return c
 }
 
+// requireEchoes calls server's echo tool with text and checks that the
+// text comes back.
+func requireEchoes(t *testing.T, c *mcpclient.Client, server, text string) {
+	t.Helper()
+	res, err := c.CallTool(context.Background(), server, "echo", map[string]any{"text": text})
+	require.NoError(t, err)
+	require.Equal(t, text, res.Text)
+}
+
 func TestStdioToolsResourcesAndImages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -168,9 +177,7 @@ func TestCrashedServerIsRestarted(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), `MCP server "self" stopped during crash`)
 	require.NotContains(t, err.Error(), "\n")
-	res, err := c.CallTool(ctx, "self", "echo", map[string]any{"text": "back"})
-	require.NoError(t, err)
-	require.Equal(t, "back", res.Text)
+	requireEchoes(t, c, "self", "back")
 }
 
 // Broken servers: each gives one line naming the server and what went
@@ -216,9 +223,7 @@ func TestBrokenServersNamed(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second)
 	require.Len(t, warned, 4)
 
-	res, err := c.CallTool(ctx, "self", "echo", map[string]any{"text": "fine"})
-	require.NoError(t, err)
-	require.Equal(t, "fine", res.Text)
+	requireEchoes(t, c, "self", "fine")
 }
 
 // A streamable-HTTP server, served in-process by the SDK.
@@ -231,10 +236,8 @@ func TestStreamableHTTP(t *testing.T) {
 	servers := c.Servers(ctx)
 	require.NoError(t, servers[0].Err)
 	require.Len(t, servers[0].Tools, 4)
-	res, err := c.CallTool(ctx, "web", "echo", map[string]any{"text": "over http"})
-	require.NoError(t, err)
-	require.Equal(t, "over http", res.Text)
-	res, err = c.ReadResource(ctx, "web", "test://notes/readme")
+	requireEchoes(t, c, "web", "over http")
+	res, err := c.ReadResource(ctx, "web", "test://notes/readme")
 	require.NoError(t, err)
 	require.Equal(t, "[resource test://notes/readme]\nthe notes", res.Text)
 }
