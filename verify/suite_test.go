@@ -278,11 +278,13 @@ func jsRunners(t *testing.T) string {
 	return nm
 }
 
-// jsFixture copies a JS fixture to a temp dir beside the test runners.
+// jsFixture copies a JS fixture, with the cart suite both runners share,
+// to a temp dir beside the test runners.
 func jsFixture(t *testing.T, name string) string {
 	t.Helper()
 	nm := jsRunners(t)
 	dir := t.TempDir()
+	copyTree(t, filepath.Join("testdata", "jscart"), dir)
 	copyTree(t, filepath.Join("testdata", name), dir)
 	require.NoError(t, os.Symlink(nm, filepath.Join(dir, "node_modules")))
 	return dir

@@ -1,3 +1,6 @@
+// One suite for both runners: CommonJS, and describe, test and expect as
+// globals (jest's default, vitest's with globals: true), so that jest and
+// vitest report on the same cases.
 const { discount } = require('./cart');
 
 describe('cart', () => {

@@ -1,2 +1,0 @@
-// discount is off by one at 50%, so that a test fails.
-export const discount = (price, pct) => price - Math.floor((price * pct) / 100) - (pct === 50 ? 1 : 0);
