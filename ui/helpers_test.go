@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -33,37 +31,19 @@ const (
 	exitReview = 3
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
-)
+// taskloomBin is the taskloom binary the package's tests run: the runs the
+// page shows are driven by other processes, as a user's are.
+var taskloomBin = testkit.Binary{Pkg: "github.com/taskloom/taskloom/cmd/taskloom"}
 
-// taskloom builds the taskloom binary once for the package's tests: the
-// runs the page shows are driven by other processes, as a user's are.
+// taskloom returns the taskloom binary, built on first use.
 func taskloom(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "taskloom-ui-")
-		if buildErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "taskloom")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/taskloom/taskloom/cmd/taskloom").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build the taskloom binary: %w: %s", err, out)
-		}
-	})
-	require.NoError(t, buildErr)
-	return binPath
+	return taskloomBin.Path(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	taskloomBin.Remove()
 	os.Exit(code)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 )
@@ -59,29 +60,13 @@ func ptySetup(t *testing.T, verify string) (repo, product string) {
 	}, strings.Replace(reviewProduct, "files_to_create: notes.txt", "files_to_create: notes/a/deeply/nested/folder/of/notes/notes.txt", 1))
 }
 
-var (
-	ptyBinOnce sync.Once
-	ptyBin     string
-	ptyBinErr  error
-)
+// ptyBin is the taskloom binary these tests run under the terminal.
+var ptyBin = testkit.Binary{Pkg: "github.com/taskloom/taskloom/cmd/taskloom"}
 
 // ptyBinary builds taskloom once for these tests.
 func ptyBinary(t *testing.T) string {
 	t.Helper()
-	ptyBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "taskloom-pty-")
-		if err != nil {
-			ptyBinErr = err
-			return
-		}
-		ptyBin = filepath.Join(dir, "taskloom")
-		out, err := exec.Command("go", "build", "-o", ptyBin, ".").CombinedOutput()
-		if err != nil {
-			ptyBinErr = errors.New(string(out))
-		}
-	})
-	require.NoError(t, ptyBinErr)
-	return ptyBin
+	return ptyBin.Path(t)
 }
 
 // ptyRun is taskloom running under a pseudo-terminal.

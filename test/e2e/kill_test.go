@@ -455,9 +455,7 @@ func killGit(t *testing.T, dir string, args ...string) string {
 // tests.
 func killBuild(t *testing.T) string {
 	t.Helper()
-	bin, err := buildCLI()
-	require.NoError(t, err)
-	return bin
+	return taskloomBin.Path(t)
 }
 
 // killDamage does a killCase's Damage to the repo in dir.
