@@ -151,6 +151,19 @@ var stores = []struct {
 	{"postgres", func(t *testing.T) string { return storetest.NewPostgresSchema(t) }},
 }
 
+// forEachEscalatedRun runs fn in a parallel subtest for each store kind,
+// on a new store that holds a run escalatedRun paused for review.
+func forEachEscalatedRun(t *testing.T, fn func(t *testing.T, dbURL, repo, runID string)) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := st.newURL(t)
+			repo, runID := escalatedRun(t, dbURL)
+			fn(t, dbURL, repo, runID)
+		})
+	}
+}
+
 // openStore opens the store at dbURL for the server, closed when the test
 // ends.
 func openStore(t *testing.T, dbURL string) (store.Driver, *nodes.Store) {

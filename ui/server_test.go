@@ -88,101 +88,96 @@ func pageHeader(csrf string) http.Header {
 // then acts on.
 func TestPageAndAPI(t *testing.T) {
 	t.Parallel()
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			dbURL := st.newURL(t)
-			repo, runID := escalatedRun(t, dbURL)
-			h := newServer(t, dbURL, runID, &ui.Opts{ResumeFlags: []string{"--repo", repo}}).Handler()
+	forEachEscalatedRun(t, func(t *testing.T, dbURL, repo, runID string) {
+		h := newServer(t, dbURL, runID, &ui.Opts{ResumeFlags: []string{"--repo", repo}}).Handler()
 
-			page := do(t, h, "GET", "/", nil, nil)
-			require.Equal(t, http.StatusOK, page.Code, page.Body.String())
-			body := page.Body.String()
-			require.Contains(t, body, `aria-label="T1: Write the notes file, status escalated`)
-			require.Contains(t, body, `aria-label="T2: Write the log file, status completed`)
-			require.Contains(t, body, `class="node st-escalated`)
-			for _, attr := range []string{`src="http`, `href="http`, `src="//`, `href="//`, "url(http"} {
-				require.NotContains(t, body, attr, "the page loads nothing from outside its server")
-			}
-			require.Contains(t, page.Header().Get("Content-Security-Policy"), "default-src 'none'")
+		page := do(t, h, "GET", "/", nil, nil)
+		require.Equal(t, http.StatusOK, page.Code, page.Body.String())
+		body := page.Body.String()
+		require.Contains(t, body, `aria-label="T1: Write the notes file, status escalated`)
+		require.Contains(t, body, `aria-label="T2: Write the log file, status completed`)
+		require.Contains(t, body, `class="node st-escalated`)
+		for _, attr := range []string{`src="http`, `href="http`, `src="//`, `href="//`, "url(http"} {
+			require.NotContains(t, body, attr, "the page loads nothing from outside its server")
+		}
+		require.Contains(t, page.Header().Get("Content-Security-Policy"), "default-src 'none'")
 
-			var snap struct {
-				Status      string `json:"status"`
-				Escalations []struct {
-					TaskID string `json:"task_id"`
-					Reason string `json:"reason"`
-				} `json:"escalations"`
-				Tasks []struct {
-					ID     string `json:"id"`
-					Status string `json:"status"`
-				} `json:"tasks"`
-				Resume string `json:"resume"`
-			}
-			res := do(t, h, "GET", "/api/runs/"+runID, nil, nil)
-			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
-			require.NoError(t, json.Unmarshal(res.Body.Bytes(), &snap))
-			require.Equal(t, nodes.RunPaused, snap.Status)
-			require.Len(t, snap.Escalations, 1)
-			require.Equal(t, "T1", snap.Escalations[0].TaskID)
-			require.Equal(t, nodes.ReasonMaxAttempts, snap.Escalations[0].Reason)
-			require.Equal(t, "taskloom resume "+runID+" --repo "+repo, snap.Resume)
+		var snap struct {
+			Status      string `json:"status"`
+			Escalations []struct {
+				TaskID string `json:"task_id"`
+				Reason string `json:"reason"`
+			} `json:"escalations"`
+			Tasks []struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			} `json:"tasks"`
+			Resume string `json:"resume"`
+		}
+		res := do(t, h, "GET", "/api/runs/"+runID, nil, nil)
+		require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+		require.NoError(t, json.Unmarshal(res.Body.Bytes(), &snap))
+		require.Equal(t, nodes.RunPaused, snap.Status)
+		require.Len(t, snap.Escalations, 1)
+		require.Equal(t, "T1", snap.Escalations[0].TaskID)
+		require.Equal(t, nodes.ReasonMaxAttempts, snap.Escalations[0].Reason)
+		require.Equal(t, "taskloom resume "+runID+" --repo "+repo, snap.Resume)
 
-			var detail struct {
-				Status     string `json:"status"`
-				Escalation *struct {
-					TaskID string `json:"task_id"`
-				} `json:"escalation"`
-				Attempts []struct {
-					Attempt      int    `json:"attempt"`
-					Diff         string `json:"diff"`
-					TestOutput   string `json:"test_output"`
-					Tests        string `json:"tests"`
-					Error        string `json:"error"`
-					Conversation []struct {
-						Messages []struct {
-							Tool string `json:"tool"`
-						} `json:"messages"`
-					} `json:"conversation"`
-				} `json:"attempts"`
-			}
-			res = do(t, h, "GET", "/api/runs/"+runID+"/tasks/T1", nil, nil)
-			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
-			require.NoError(t, json.Unmarshal(res.Body.Bytes(), &detail))
-			require.Equal(t, ui.StatusEscalated, detail.Status)
-			require.NotNil(t, detail.Escalation)
-			require.Len(t, detail.Attempts, 1)
-			a := detail.Attempts[0]
-			require.Equal(t, 1, a.Attempt)
-			require.Contains(t, a.Diff, "+bad notes")
-			require.Contains(t, a.TestOutput, "bad notes", "the verify command prints the files")
-			require.Contains(t, a.Tests, "exit code 1")
-			require.NotEmpty(t, a.Error)
-			require.NotEmpty(t, a.Conversation, "the attempt's conversation from the histories")
-			require.Equal(t, "write_to_file", a.Conversation[0].Messages[firstTool(a.Conversation[0].Messages)].Tool)
+		var detail struct {
+			Status     string `json:"status"`
+			Escalation *struct {
+				TaskID string `json:"task_id"`
+			} `json:"escalation"`
+			Attempts []struct {
+				Attempt      int    `json:"attempt"`
+				Diff         string `json:"diff"`
+				TestOutput   string `json:"test_output"`
+				Tests        string `json:"tests"`
+				Error        string `json:"error"`
+				Conversation []struct {
+					Messages []struct {
+						Tool string `json:"tool"`
+					} `json:"messages"`
+				} `json:"conversation"`
+			} `json:"attempts"`
+		}
+		res = do(t, h, "GET", "/api/runs/"+runID+"/tasks/T1", nil, nil)
+		require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+		require.NoError(t, json.Unmarshal(res.Body.Bytes(), &detail))
+		require.Equal(t, ui.StatusEscalated, detail.Status)
+		require.NotNil(t, detail.Escalation)
+		require.Len(t, detail.Attempts, 1)
+		a := detail.Attempts[0]
+		require.Equal(t, 1, a.Attempt)
+		require.Contains(t, a.Diff, "+bad notes")
+		require.Contains(t, a.TestOutput, "bad notes", "the verify command prints the files")
+		require.Contains(t, a.Tests, "exit code 1")
+		require.NotEmpty(t, a.Error)
+		require.NotEmpty(t, a.Conversation, "the attempt's conversation from the histories")
+		require.Equal(t, "write_to_file", a.Conversation[0].Messages[firstTool(a.Conversation[0].Messages)].Tool)
 
-			require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/api/runs/"+runID+"/tasks/T9", nil, nil).Code)
-			require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/api/runs/nope", nil, nil).Code)
+		require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/api/runs/"+runID+"/tasks/T9", nil, nil).Code)
+		require.Equal(t, http.StatusNotFound, do(t, h, "GET", "/api/runs/nope", nil, nil).Code)
 
-			// Retry with a note, from the page.
-			csrf := csrfOf(t, body)
-			res = do(t, h, "POST", "/api/runs/"+runID+"/review",
-				strings.NewReader(`{"task":"T1","action":"retry","note":"`+testkit.ReviewNote+`"}`), pageHeader(csrf))
-			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
-			require.Contains(t, res.Body.String(), `"resume_now":true`)
-			require.Equal(t, map[string]string{"T1": `{"action":"retry","note":"` + testkit.ReviewNote + `"}`}, recordedAnswers(t, dbURL, runID))
-			// A second decision finds nothing left to decide.
-			res = do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"skip"}`), pageHeader(csrf))
-			require.Equal(t, http.StatusConflict, res.Code, res.Body.String())
+		// Retry with a note, from the page.
+		csrf := csrfOf(t, body)
+		res = do(t, h, "POST", "/api/runs/"+runID+"/review",
+			strings.NewReader(`{"task":"T1","action":"retry","note":"`+testkit.ReviewNote+`"}`), pageHeader(csrf))
+		require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+		require.Contains(t, res.Body.String(), `"resume_now":true`)
+		require.Equal(t, map[string]string{"T1": `{"action":"retry","note":"` + testkit.ReviewNote + `"}`}, recordedAnswers(t, dbURL, runID))
+		// A second decision finds nothing left to decide.
+		res = do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"skip"}`), pageHeader(csrf))
+		require.Equal(t, http.StatusConflict, res.Code, res.Body.String())
 
-			code, out, errOut := cli(t, "resume", runID, "--repo", repo)
-			require.Equal(t, exitOK, code, "resume: stdout:\n%s\nstderr:\n%s", out, errOut)
-			final := runState(t, dbURL, runID)
-			t1, _ := final.State.Tasks.Get("T1")
-			require.Equal(t, planner.StatusCompleted, t1.Status)
-			require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+testkit.ReviewNote)
-			require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
-		})
-	}
+		code, out, errOut := cli(t, "resume", runID, "--repo", repo)
+		require.Equal(t, exitOK, code, "resume: stdout:\n%s\nstderr:\n%s", out, errOut)
+		final := runState(t, dbURL, runID)
+		t1, _ := final.State.Tasks.Get("T1")
+		require.Equal(t, planner.StatusCompleted, t1.Status)
+		require.Contains(t, t1.ImplementationNotes, "Reviewer note: "+testkit.ReviewNote)
+		require.Equal(t, "good notes\n", mainFile(t, repo, "notes.txt"))
+	})
 }
 
 func firstTool(msgs []struct {
@@ -317,51 +312,46 @@ func readUpdates(t *testing.T, body io.Reader) <-chan sseUpdate {
 // process resumes, with the events run --json prints for it.
 func TestEventsFollowAnotherProcess(t *testing.T) {
 	t.Parallel()
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			t.Parallel()
-			dbURL := st.newURL(t)
-			repo, runID := escalatedRun(t, dbURL)
-			srv := httptest.NewServer(newServer(t, dbURL, runID, &ui.Opts{PollInterval: 20 * time.Millisecond}).Handler())
-			t.Cleanup(srv.Close)
-			resp, err := http.Get(srv.URL + "/api/runs/" + runID + "/events")
-			require.NoError(t, err)
-			t.Cleanup(func() { resp.Body.Close() })
-			require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-			updates := readUpdates(t, resp.Body)
-			first := <-updates
-			require.Equal(t, nodes.RunPaused, first.Run.Status)
-			require.Empty(t, first.Events)
+	forEachEscalatedRun(t, func(t *testing.T, dbURL, repo, runID string) {
+		srv := httptest.NewServer(newServer(t, dbURL, runID, &ui.Opts{PollInterval: 20 * time.Millisecond}).Handler())
+		t.Cleanup(srv.Close)
+		resp, err := http.Get(srv.URL + "/api/runs/" + runID + "/events")
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		updates := readUpdates(t, resp.Body)
+		first := <-updates
+		require.Equal(t, nodes.RunPaused, first.Run.Status)
+		require.Empty(t, first.Events)
 
-			code, out, errOut := cli(t, "review", runID, "--repo", repo, "--task", "T1", "--action", "retry", "--note", testkit.ReviewNote, "--resume")
-			require.Equal(t, exitOK, code, "review: stdout:\n%s\nstderr:\n%s", out, errOut)
+		code, out, errOut := cli(t, "review", runID, "--repo", repo, "--task", "T1", "--action", "retry", "--note", testkit.ReviewNote, "--resume")
+		require.Equal(t, exitOK, code, "review: stdout:\n%s\nstderr:\n%s", out, errOut)
 
-			seen := map[string]bool{}
-			deadline := time.After(time.Minute)
-			for !seen[nodes.EventRunFinished] {
-				select {
-				case u, ok := <-updates:
-					require.True(t, ok, "the stream ended")
-					for _, ev := range u.Events {
-						typ, _ := ev["type"].(string)
-						seen[typ] = true
-						require.Equal(t, runID, ev["run_id"])
-						if typ == nodes.EventRunFinished {
-							require.Equal(t, nodes.RunCompleted, ev["status"])
-							require.EqualValues(t, 0, ev["exit_code"])
-							require.Equal(t, nodes.RunCompleted, u.Run.Status)
-						}
-						if typ == nodes.EventTaskIntegrated {
-							require.Equal(t, "T1", ev["task_id"])
-							require.EqualValues(t, 2, ev["attempt"])
-						}
+		seen := map[string]bool{}
+		deadline := time.After(time.Minute)
+		for !seen[nodes.EventRunFinished] {
+			select {
+			case u, ok := <-updates:
+				require.True(t, ok, "the stream ended")
+				for _, ev := range u.Events {
+					typ, _ := ev["type"].(string)
+					seen[typ] = true
+					require.Equal(t, runID, ev["run_id"])
+					if typ == nodes.EventRunFinished {
+						require.Equal(t, nodes.RunCompleted, ev["status"])
+						require.EqualValues(t, 0, ev["exit_code"])
+						require.Equal(t, nodes.RunCompleted, u.Run.Status)
 					}
-				case <-deadline:
-					t.Fatalf("no run_finished within a minute; seen %v", seen)
+					if typ == nodes.EventTaskIntegrated {
+						require.Equal(t, "T1", ev["task_id"])
+						require.EqualValues(t, 2, ev["attempt"])
+					}
 				}
+			case <-deadline:
+				t.Fatalf("no run_finished within a minute; seen %v", seen)
 			}
-			require.True(t, seen[nodes.EventTaskIntegrated], "events: %v", seen)
-			require.True(t, seen[nodes.EventTaskVerified], "events: %v", seen)
-		})
-	}
+		}
+		require.True(t, seen[nodes.EventTaskIntegrated], "events: %v", seen)
+		require.True(t, seen[nodes.EventTaskVerified], "events: %v", seen)
+	})
 }
