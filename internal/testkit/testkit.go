@@ -1,6 +1,7 @@
 // Package testkit holds the helpers the tests of several packages share:
-// git with a fixed identity, repos made from a map of files, and the
-// -update flag of golden files. Only tests import it.
+// git with a fixed identity, repos made from a map of files, the -update
+// flag of golden files, a fake clock, the taskloom binary built once, and
+// the two-task notes fixture of the review tests. Only tests import it.
 package testkit
 
 import (
