@@ -6,13 +6,13 @@
 // runtime about -sample of wall time, cut into -slices slices taken in
 // turn (runtime A's first slice, B's first, ..., A's second, ...), each
 // after a GC, with its inputs built and its final state checked outside
-// the timer; the order rotates from slice to slice and round to round. So
-// the runtimes of a round share the machine's load as it changes, which on
-// a busy machine moves the absolute figures far more than the runtimes
-// differ. The table gives, per T, the median steps/s over the rounds,
-// their range, the allocations per step, and the median over the rounds
-// of each runtime's ratio to the best peer and to the plain loop of the
-// same round.
+// the timer, and its allocations counted on a run of its own; the order
+// rotates from slice to slice and round to round. So the runtimes of a
+// round share the machine's load as it changes, which on a busy machine
+// moves the absolute figures far more than the runtimes differ. The table
+// gives, per T, the median steps/s over the rounds, their range, the
+// allocations per step, and the median over the rounds of each runtime's
+// ratio to the best peer and to the plain loop of the same round.
 //
 //	go -C bench/peers run . [-t 100,1000] [-rounds 15] [-sample 150ms] [-slices 10]
 package main
@@ -127,27 +127,40 @@ func compare(w io.Writer, n, rounds, cuts int, sample time.Duration) error {
 	return tw.Flush()
 }
 
-// tally sums one runtime's timed runs in a round.
+// tally sums one runtime's timed runs in a round, and the allocations of
+// its untimed counting runs.
 type tally struct {
 	elapsed time.Duration
 	runs    int
 	mallocs uint64
+	counted int
 }
 
 // measure runs r for about d of timed work (at least once), after a GC,
-// and checks every final state.
+// and checks every final state. The allocations are counted on one more
+// run, untimed, before the timed ones: ReadMemStats stops the world, and a
+// stop between timed runs would shift the collector's phases under them.
 func (t *tally) measure(r runner, d time.Duration) error {
 	runtime.GC()
 	var ms runtime.MemStats
+	exec := r.prepare()
+	runtime.ReadMemStats(&ms)
+	before := ms.Mallocs
+	check, err := exec()
+	runtime.ReadMemStats(&ms)
+	t.mallocs += ms.Mallocs - before
+	t.counted++
+	if err == nil {
+		err = check()
+	}
+	if err != nil {
+		return fmt.Errorf("final state: %w", err)
+	}
 	for start := t.elapsed; t.elapsed == start || t.elapsed-start < d; {
 		exec := r.prepare()
-		runtime.ReadMemStats(&ms)
-		before := ms.Mallocs
 		begin := time.Now()
 		check, err := exec()
 		t.elapsed += time.Since(begin)
-		runtime.ReadMemStats(&ms)
-		t.mallocs += ms.Mallocs - before
 		if err != nil {
 			return err
 		}
@@ -160,8 +173,10 @@ func (t *tally) measure(r runner, d time.Duration) error {
 }
 
 func (t *tally) measurement(steps int) measurement {
-	total := float64(t.runs * steps)
-	return measurement{stepsPerSec: total / t.elapsed.Seconds(), allocs: float64(t.mallocs) / total}
+	return measurement{
+		stepsPerSec: float64(t.runs*steps) / t.elapsed.Seconds(),
+		allocs:      float64(t.mallocs) / float64(t.counted*steps),
+	}
 }
 
 func indexOf(rs []runner, prefix string) int {
