@@ -68,6 +68,20 @@ func TestForgivingMarkdown(t *testing.T) {
 			wantWarnings: []string{`PRODUCT.md:2: read heading "### task T1: Store" as "### Task T1: Store"`},
 		},
 		{
+			name:         "near miss with the colon after Task",
+			md:           "## Milestone M1: Core\n### Task: T1 Store\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n",
+			wantCriteria: []string{"Saves items"},
+			wantFiles:    []string{"src/a.go"},
+			wantWarnings: []string{`PRODUCT.md:2: read heading "### Task: T1 Store" as "### Task T1: Store"`},
+		},
+		{
+			name:         "near miss with no separator after the ID",
+			md:           "## Milestone M1: Core\n### Task T1 Store\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n",
+			wantCriteria: []string{"Saves items"},
+			wantFiles:    []string{"src/a.go"},
+			wantWarnings: []string{`PRODUCT.md:2: read heading "### Task T1 Store" as "### Task T1: Store"`},
+		},
+		{
 			name: "near miss at the wrong level is a warning",
 			md: "## Milestone M1: Core\n### Task T1: Store\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n" +
 				"#### Task T2: Index\n",

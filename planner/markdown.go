@@ -34,10 +34,10 @@ var (
 	checkbox         = regexp.MustCompile(`^\[[ xX]\]\s+`)
 
 	// Near-miss task headings: "Task T1 - title", "task t1: title" (any
-	// case, any separator) and "T1: title" (no "Task"). The ID must
-	// contain a digit.
+	// case, any separator), "Task: T1 title", "Task T1 title" and "T1:
+	// title" (no "Task"). The ID must contain a digit.
 	headingText  = regexp.MustCompile(`^(#{1,6})\s*(.*?)\s*$`)
-	nearTaskWord = regexp.MustCompile(`(?i)^task\s+#?([A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)*)\s*(?:(?:[:.)]|\s[-\x{2013}\x{2014}])\s*(.*?))?\s*$`)
+	nearTaskWord = regexp.MustCompile(`(?i)^task(?:\s*[:#.-]\s*|\s+)#?([A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)*)(?:\s*(?:[:.)]|\s[-\x{2013}\x{2014}])\s*(.*?)|\s+(.*?))?\s*$`)
 	nearTaskID   = regexp.MustCompile(`^([A-Za-z]{1,5}[-_]?\d+(?:[_.-][A-Za-z0-9]+)*)\s*(?:[:.)]|\s[-\x{2013}\x{2014}])\s*(.+?)\s*$`)
 )
 
@@ -60,7 +60,7 @@ func nearTask(line string) (id, title string, ok, parse bool) {
 	}
 	level, text := len(h[1]), h[2]
 	if m := nearTaskWord.FindStringSubmatch(text); m != nil && level >= 2 && strings.ContainsAny(m[1], "0123456789") {
-		id, title = m[1], m[2]
+		id, title = m[1], m[2]+m[3]
 	} else if m := nearTaskID.FindStringSubmatch(text); m != nil && level >= 3 {
 		id, title = m[1], m[2]
 	} else {
