@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/taskloom/taskloom/internal/clip"
 )
 
 // CommandWorkerOpts configures a CommandWorker.
@@ -96,10 +98,7 @@ func (w *CommandWorker) Implement(ctx context.Context, job Job) (Outcome, error)
 		out.Usage = Usage{Calls: max(cli.NumTurns, 1), InputTokens: cli.InputTokens, OutputTokens: cli.OutputTokens, CostUSD: cli.CostUSD}
 		text = cli.Result
 	} else {
-		out.Summary = strings.TrimSpace(res.Stdout)
-		if len(out.Summary) > 4000 {
-			out.Summary = "…" + out.Summary[len(out.Summary)-4000:]
-		}
+		out.Summary = clip.Tail(strings.TrimSpace(res.Stdout), 4000)
 	}
 	if w.opts.Accounting != nil && out.Usage != (Usage{}) {
 		w.opts.Accounting.Add(job.RunID, job.Task.ID, "", out.Usage)
@@ -206,9 +205,5 @@ func tailLines(s string, n, limit int) string {
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
-	out := strings.Join(lines, "\n")
-	if len(out) > limit {
-		out = "…" + out[len(out)-limit:]
-	}
-	return strings.TrimSpace(out)
+	return strings.TrimSpace(clip.Tail(strings.Join(lines, "\n"), limit))
 }

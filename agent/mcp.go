@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/taskloom/taskloom/internal/clip"
 )
 
 // MCP is what the agent needs of the MCP servers a run is configured
@@ -107,7 +109,7 @@ func mcpPrompt(servers []MCPServer) string {
 	b.WriteString("These servers give you more tools and resources. Call a tool with use_mcp_tool (server_name, tool_name, arguments: an object matching the tool's input schema) and read a resource with access_mcp_resource (server_name, uri).\n")
 	for _, s := range servers {
 		if s.Err != nil {
-			fmt.Fprintf(&b, "\n## %s (unavailable)\n%s\n", s.Name, firstLineOf(s.Err.Error()))
+			fmt.Fprintf(&b, "\n## %s (unavailable)\n%s\n", s.Name, clip.Line(s.Err.Error(), 0))
 			continue
 		}
 		fmt.Fprintf(&b, "\n## %s\n", s.Name)
@@ -129,15 +131,10 @@ func mcpPrompt(servers []MCPServer) string {
 				fmt.Fprintf(&b, " [%s]", r.MIMEType)
 			}
 			if d := strings.TrimSpace(r.Description); d != "" {
-				fmt.Fprintf(&b, ": %s", firstLineOf(d))
+				fmt.Fprintf(&b, ": %s", clip.Line(d, 0))
 			}
 			b.WriteString("\n")
 		}
 	}
 	return b.String()
-}
-
-func firstLineOf(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
 }

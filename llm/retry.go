@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/taskloom/taskloom/internal/clip"
 )
 
 // ErrRetriesExhausted is wrapped by a *ProviderError whose request failed
@@ -177,10 +179,7 @@ func errorMessage(body []byte) string {
 			text = m
 		}
 	}
-	if len(text) > limit {
-		text = text[:limit] + "…"
-	}
-	return text
+	return clip.Head(text, limit)
 }
 
 func messageIn(v any, depth int) string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
 	"github.com/taskloom/taskloom/verify"
@@ -68,7 +69,7 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		}
 		return u, nil
 	}
-	u.Log.Add(p.entry("", "build verification failed on main at %s: %s", short(head), firstLine(failure)))
+	u.Log.Add(p.entry("", "build verification failed on main at %s: %s", short(head), clip.Line(failure, 160)))
 	keys := s.Queue.Get()
 	if len(keys) == 0 {
 		keys = s.Integrated.Items()
@@ -83,7 +84,7 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		u.Culprits.Set([]Culprit{*c})
 	case final:
 		u.Outcome.Set(OutcomeFailed)
-		u.Log.Add(p.entry("", "main is broken and no integrated task explains it: %s", firstLine(failure)))
+		u.Log.Add(p.entry("", "main is broken and no integrated task explains it: %s", clip.Line(failure, 160)))
 	default:
 		// The branch was broken before these attempts: they stay, and
 		// the run goes on; the final build verification says so again.
@@ -121,7 +122,7 @@ func (p *Pipeline) checkBuild(ctx context.Context, dir string) (string, error) {
 func firstMeaningful(out string) string {
 	for l := range strings.Lines(out) {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, "$ ") {
-			return firstLine(l)
+			return clip.Line(l, 160)
 		}
 	}
 	return ""
@@ -243,7 +244,7 @@ func (b *bisection) build(ctx context.Context, i int, with string) (bool, error)
 		label += " plus the suspect " + short(with)
 	}
 	if err := b.checkout(ctx, i, with); err != nil {
-		b.log("build %d, %s: cannot be put together (%v); counted as failing", b.builds, label, firstLine(err.Error()))
+		b.log("build %d, %s: cannot be put together (%v); counted as failing", b.builds, label, clip.Line(err.Error(), 160))
 		return false, nil
 	}
 	failure, err := b.p.checkBuild(ctx, b.wt.Path)
@@ -254,7 +255,7 @@ func (b *bisection) build(ctx context.Context, i int, with string) (bool, error)
 		b.log("build %d, %s: passes", b.builds, label)
 		return true, nil
 	}
-	b.log("build %d, %s: fails: %s", b.builds, label, firstLine(failure))
+	b.log("build %d, %s: fails: %s", b.builds, label, clip.Line(failure, 160))
 	return false, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -46,7 +47,7 @@ func (p *Pipeline) dispatch(ctx context.Context, job AttemptJob) (AttemptResult,
 		// The queue gave up on the attempt (its worker kept failing): the
 		// attempt failed, as if its worker had.
 		rec := Attempt{TaskID: id, Attempt: job.Attempt, Error: "worker: " + err.Error()}
-		return AttemptResult{Attempt: rec, Note: firstLine(rec.Error)}, nil
+		return AttemptResult{Attempt: rec, Note: clip.Line(rec.Error, 160)}, nil
 	}
 	if err := p.adopt(ctx, job, &res); err != nil {
 		return AttemptResult{}, fmt.Errorf("implement %s: %w", id, err)

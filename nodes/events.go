@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/planner"
 )
 
@@ -202,9 +203,9 @@ func (t *Tracker) attempt(node string, a Attempt) []RunEvent {
 		ev := t.Event(EventTaskVerified)
 		ev.TaskID, ev.Attempt, ev.Passed = a.TaskID, a.Attempt, a.Verified && a.Error == ""
 		if !ev.Passed {
-			ev.Error = firstLine(a.Error)
+			ev.Error = clip.Line(a.Error, 160)
 			if ev.Error == "" && a.Tests != nil {
-				ev.Error = firstLine(a.Tests.ErrorContext(400))
+				ev.Error = clip.Line(a.Tests.ErrorContext(400), 160)
 			}
 		}
 		return []RunEvent{ev}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
@@ -494,7 +495,7 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 			// Nothing of this attempt can be committed: git there would
 			// not run against the attempt. The retry gets a new worktree.
 			rec.Error = joinErrors(rec.Error, "the worker broke its worktree: "+gerr.Error())
-			return AttemptResult{Attempt: rec, Note: firstLine(rec.Error)}, nil
+			return AttemptResult{Attempt: rec, Note: clip.Line(rec.Error, 160)}, nil
 		default:
 			return AttemptResult{}, fmt.Errorf("implement %s: %w", id, gerr)
 		}
@@ -689,14 +690,6 @@ func short(sha string) string {
 		return sha[:10]
 	}
 	return sha
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if len(line) > 160 {
-		line = line[:160] + "…"
-	}
-	return line
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

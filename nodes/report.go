@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/planner"
 )
@@ -98,7 +99,7 @@ func Fates(s State) []TaskFate {
 				}
 			}
 		case planner.StatusFailed:
-			f.Fate, f.Why = FateFailed, firstLine(t.Error)
+			f.Fate, f.Why = FateFailed, clip.Line(t.Error, 160)
 		default:
 			f.Fate = FateNotDone
 		}

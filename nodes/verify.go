@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
 	"github.com/taskloom/taskloom/verify"
@@ -84,7 +85,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 				t.Status, t.Error = planner.StatusPending, "the model provider failed: "+rec.ProviderError
 			}
 			escs = append(escs, Escalation{TaskID: id, Reason: ReasonProvider, Error: rec.ProviderError})
-			u.Log.Add(p.entry(id, "%s: paused, the model provider failed: %s", id, firstLine(rec.ProviderError)))
+			u.Log.Add(p.entry(id, "%s: paused, the model provider failed: %s", id, clip.Line(rec.ProviderError, 160)))
 		case rec.Error != "":
 			failure = rec.Error
 		case !rec.Verified:
@@ -147,9 +148,9 @@ func (p *Pipeline) failAttempt(ctx context.Context, u *State, tasks []planner.Ta
 			reason = ReasonMaxAttempts
 		}
 		escs = append(escs, Escalation{TaskID: rec.TaskID, Reason: reason, Error: failure})
-		u.Log.Add(p.entry(rec.TaskID, "%s failed %s; escalating to a human: %s", rec.TaskID, AttemptLabel(rec.Attempt, t.Attempts, t.MaxAttempts), firstLine(failure)))
+		u.Log.Add(p.entry(rec.TaskID, "%s failed %s; escalating to a human: %s", rec.TaskID, AttemptLabel(rec.Attempt, t.Attempts, t.MaxAttempts), clip.Line(failure, 160)))
 	} else {
-		u.Log.Add(p.entry(rec.TaskID, "%s failed %s; retrying: %s", rec.TaskID, AttemptLabel(rec.Attempt, t.Attempts, t.MaxAttempts), firstLine(failure)))
+		u.Log.Add(p.entry(rec.TaskID, "%s failed %s; retrying: %s", rec.TaskID, AttemptLabel(rec.Attempt, t.Attempts, t.MaxAttempts), clip.Line(failure, 160)))
 	}
 	return tasks, escs, nil
 }

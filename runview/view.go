@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
@@ -181,7 +182,7 @@ func (v *View) Graph(e graph.Event) {
 			v.setMilestones(u)
 		}
 	case graph.EventError:
-		v.plain("error in step %d: %s", e.Step, firstLine(e.Error))
+		v.plain("error in step %d: %s", e.Step, clip.Line(e.Error, 0))
 	case graph.EventInterrupt:
 		v.plain("%d task(s) need a human review", len(e.Interrupts))
 	}
@@ -198,7 +199,7 @@ func (v *View) addLog(en nodes.Entry) {
 		}
 		return
 	}
-	v.log = append(v.log, en.Time.Format("15:04:05")+" "+firstLine(en.Text))
+	v.log = append(v.log, en.Time.Format("15:04:05")+" "+clip.Line(en.Text, 0))
 	if len(v.log) > logLines {
 		v.log = v.log[len(v.log)-logLines:]
 	}
@@ -313,9 +314,4 @@ func minutes(m float64) string {
 		return fmt.Sprintf("%dh%02dm", h, mm)
 	}
 	return fmt.Sprintf("%dm", mm)
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
 }

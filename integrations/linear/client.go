@@ -27,6 +27,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/taskloom/taskloom/internal/clip"
 )
 
 // DefaultURL is Linear's GraphQL endpoint.
@@ -84,7 +86,7 @@ func (c *Client) do(ctx context.Context, op, query string, vars map[string]any, 
 		Errors []gqlError      `json:"errors"`
 	}
 	if jerr := json.Unmarshal(data, &env); jerr != nil || resp.StatusCode/100 != 2 && len(env.Errors) == 0 {
-		return c.redact(fmt.Errorf("linear %s: HTTP %d: %s", op, resp.StatusCode, firstLine(string(data))))
+		return c.redact(fmt.Errorf("linear %s: HTTP %d: %s", op, resp.StatusCode, clip.Line(string(data), 200)))
 	}
 	if len(env.Errors) > 0 {
 		e := env.Errors[0]
@@ -105,14 +107,6 @@ func (c *Client) redact(err error) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), c.key, "[LINEAR_API_KEY]"))
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if len(line) > 200 {
-		line = line[:200] + "…"
-	}
-	return line
 }
 
 // State is a workflow state of a team. Type is one of Linear's state

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/llm"
@@ -156,7 +157,7 @@ func (r *report) checkWorkers(ctx context.Context, cfg config.Config, root strin
 	}
 	res, err = proc.Run(ctx, proc.Cmd{Args: []string{"git", "ls-remote", "--heads", remote}, Dir: root, Env: worktree.GitEnv(), Timeout: 15 * time.Second})
 	if err != nil || res.ExitCode != 0 {
-		r.add("workers", "fail", "cannot reach remote %s (%s): %s; attempts' bases are pushed there for `taskloom worker`", remote, config.RedactURL(url), session.FirstLine(res.Stderr))
+		r.add("workers", "fail", "cannot reach remote %s (%s): %s; attempts' bases are pushed there for `taskloom worker`", remote, config.RedactURL(url), clip.Line(res.Stderr, 0))
 		return
 	}
 	r.add("workers", "ok", "attempts go to the queue in the database; `taskloom worker` clones fetch from and push to %s (%s)", remote, config.RedactURL(url))

@@ -39,6 +39,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/proc"
 )
 
@@ -473,7 +474,7 @@ func (s *server) addTool(ctx context.Context, st *state, t *mcp.Tool) {
 // startError words a failed start in one line: the step that failed, and
 // what a stdio server last said on stderr.
 func (s *server) startError(ctx context.Context, what, step string, err error) error {
-	msg := firstLine(err.Error())
+	msg := clip.Line(err.Error(), 0)
 	if ctx.Err() != nil {
 		msg = fmt.Sprintf("did not answer within %s", s.c.opts.StartTimeout)
 	}
@@ -493,13 +494,13 @@ func (s *server) callError(ctx, cctx context.Context, st *state, what string, er
 		return fmt.Errorf("MCP server %q: %s did not answer within %s", s.cfg.Name, what, s.c.opts.CallTimeout)
 	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !st.alive():
 		st.broken.Store(true)
-		msg := fmt.Sprintf("MCP server %q stopped during %s (%s); it is started again on the next call", s.cfg.Name, what, firstLine(err.Error()))
+		msg := fmt.Sprintf("MCP server %q stopped during %s (%s); it is started again on the next call", s.cfg.Name, what, clip.Line(err.Error(), 0))
 		if line := s.stderr.last(); line != "" {
 			msg += "; its stderr ends: " + line
 		}
 		return errors.New(msg)
 	}
-	return fmt.Errorf("MCP server %q: %s: %s", s.cfg.Name, what, firstLine(err.Error()))
+	return fmt.Errorf("MCP server %q: %s: %s", s.cfg.Name, what, clip.Line(err.Error(), 0))
 }
 
 func (s *server) close() error {
@@ -521,11 +522,6 @@ func (s *server) close() error {
 	return nil
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
-}
-
 // tail keeps the last non-empty line a stdio server wrote to stderr.
 type tail struct {
 	mu   sync.Mutex
@@ -538,10 +534,7 @@ func (t *tail) add(line string) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(line) > 300 {
-		line = line[:300] + "…"
-	}
-	t.line = line
+	t.line = clip.Head(line, 300)
 }
 
 func (t *tail) last() string {

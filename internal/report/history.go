@@ -14,7 +14,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
-	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 )
@@ -215,7 +215,7 @@ func summarizeStep(info graph.CheckpointInfo, prev, cur nodes.State, havePrev bo
 		case len(e.Log) > 0:
 			// Parallel workers each add a line in one step: name them all.
 			for _, l := range e.Log {
-				parts = append(parts, session.FirstLine(l))
+				parts = append(parts, clip.Line(l, 0))
 			}
 		case info.Source == "input":
 			parts = append(parts, "run started")

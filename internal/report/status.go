@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
@@ -157,7 +158,7 @@ func (rep Status) Write(w io.Writer) error {
 	writeRows(w, "milestones:", rows)
 	rows = nil
 	for _, e := range rep.Escalations {
-		rows = append(rows, []string{e.TaskID, e.Reason, session.FirstLine(e.Error)})
+		rows = append(rows, []string{e.TaskID, e.Reason, clip.Line(e.Error, 0)})
 	}
 	writeRows(w, "escalations:", rows)
 	fmt.Fprintf(w, "usage: %s\n", rep.Usage)

@@ -3,10 +3,10 @@ package session
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/clip"
 )
 
 // StoreFault words an error that stopped run runID because of its store
@@ -36,7 +36,7 @@ func StoreFault(runID string, err error) error {
 
 // DecodeFault names the run and the checkpoint that cannot be decoded.
 func DecodeFault(e *checkpoint.DecodeError) error {
-	return &FaultError{msg: fmt.Sprintf("run %s: checkpoint %d cannot be decoded: %s", e.ThreadID, e.Step, FirstLine(e.Err.Error())), err: e}
+	return &FaultError{msg: fmt.Sprintf("run %s: checkpoint %d cannot be decoded: %s", e.ThreadID, e.Step, clip.Line(e.Err.Error(), 0)), err: e}
 }
 
 // FaultError is a store fault worded for the user, which still unwraps to
@@ -58,10 +58,4 @@ func BusyMessage(runID string, err error) error {
 		return &FaultError{msg: fmt.Sprintf("run %s is being driven by another process (%s); wait for it to finish or stop it", runID, busy.Holder), err: err}
 	}
 	return err
-}
-
-// FirstLine is the first line of s, trimmed: an error as one line.
-func FirstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
 }

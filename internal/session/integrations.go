@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/integrations/linear"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/nodes"
 )
 
@@ -36,7 +37,7 @@ func (s *Session) syncBehind() {
 	now, cancel := context.WithCancel(context.Background())
 	cancel() // the run already waited for it
 	if err := s.linear.Drain(now); err != nil {
-		fmt.Fprintf(s.stderr, "taskloom: warning: %s\n", FirstLine(err.Error()))
+		fmt.Fprintf(s.stderr, "taskloom: warning: %s\n", clip.Line(err.Error(), 0))
 	}
 }
 
@@ -51,7 +52,7 @@ func (s *Session) catchUp(ctx context.Context, runID string) (graph.Result[nodes
 		return graph.Result[nodes.State]{}, err
 	}
 	if err := r.CatchUp(ctx, runID, catchUpWait); err != nil {
-		fmt.Fprintf(s.stderr, "taskloom: warning: %s\n", FirstLine(err.Error()))
+		fmt.Fprintf(s.stderr, "taskloom: warning: %s\n", clip.Line(err.Error(), 0))
 	}
 	res, _, err := HeadState(ctx, g, runID)
 	return res, err

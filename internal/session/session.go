@@ -22,6 +22,7 @@ import (
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/integrations/linear"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/mcpclient"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
@@ -216,7 +217,7 @@ func StoreRetry(cfg config.Config, stderr io.Writer) *checkpoint.RetryOpts {
 		UnreachableFunc: func(err error, retryFor time.Duration) {
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(stderr, "taskloom: store unreachable (%s); retrying for up to %s\n", FirstLine(err.Error()), shortDuration(retryFor))
+			fmt.Fprintf(stderr, "taskloom: store unreachable (%s); retrying for up to %s\n", clip.Line(err.Error(), 0), shortDuration(retryFor))
 		},
 	}
 }
