@@ -317,6 +317,20 @@ func Default() Config {
 func (c Config) Redacted() Config {
 	r := c.clone()
 	r.Database.URL = RedactURL(r.Database.URL)
+	// An MCP server's env is where its tokens go, and its URL may carry
+	// credentials: neither is printed.
+	r.MCP.Servers = slices.Clone(c.MCP.Servers)
+	for i := range r.MCP.Servers {
+		s := &r.MCP.Servers[i]
+		s.URL = RedactURL(s.URL)
+		if len(s.Env) > 0 {
+			env := make(map[string]string, len(s.Env))
+			for k := range s.Env {
+				env[k] = mask
+			}
+			s.Env = env
+		}
+	}
 	return r
 }
 

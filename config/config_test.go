@@ -198,6 +198,8 @@ func TestRedactURL(t *testing.T) {
 		{"host=h user=u password=s3cret dbname=db", "host=h user=u password=xxxxx dbname=db"},
 		{"host=h password='s3 cret' dbname=db", "host=h password=xxxxx dbname=db"},
 		{".taskloom/taskloom.db", ".taskloom/taskloom.db"},
+		{"https://user:pw@mcp.example.com/mcp?token=abc&x=1", "https://user:xxxxx@mcp.example.com/mcp?token=xxxxx&x=1"},
+		{"https://mcp.example.com/mcp?api_key=abc", "https://mcp.example.com/mcp?api_key=xxxxx"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, RedactURL(tt.in), "RedactURL(%q)", tt.in)
@@ -209,8 +211,15 @@ func TestRedactedAndString(t *testing.T) {
 	c := Default()
 	c.Database.URL = "postgres://taskloom:s3cret@db:5432/taskloom"
 	c.Agent.CustomModes = []Mode{{Slug: "docs", Name: "Docs", Groups: []string{"read"}}}
+	c.MCP.Servers = []MCPServer{
+		{Name: "db", Command: []string{"db-mcp"}, Env: map[string]string{"API_TOKEN": "tok_s3cret", "DATABASE_URL": "postgres://u:s3cret@h/db"}},
+		{Name: "web", URL: "https://u:s3cret@mcp.example.com/mcp?token=s3cret"},
+	}
 
 	r := c.Redacted()
+	require.Equal(t, map[string]string{"API_TOKEN": "xxxxx", "DATABASE_URL": "xxxxx"}, r.MCP.Servers[0].Env)
+	require.Equal(t, "tok_s3cret", c.MCP.Servers[0].Env["API_TOKEN"], "the original is untouched")
+	require.Equal(t, "https://u:xxxxx@mcp.example.com/mcp?token=xxxxx", r.MCP.Servers[1].URL)
 	require.Equal(t, "postgres://taskloom:xxxxx@db:5432/taskloom", r.Database.URL)
 	require.Equal(t, "postgres://taskloom:s3cret@db:5432/taskloom", c.Database.URL, "the original is untouched")
 	r.Agent.CustomModes[0].Groups[0] = "edit"

@@ -9,12 +9,13 @@ import (
 const mask = "xxxxx"
 
 var (
-	queryPassword = regexp.MustCompile(`(?i)([?&]password=)[^&#]*`)
+	queryPassword = regexp.MustCompile(`(?i)([?&](?:password|passwd|token|access_token|api_?key|key|secret)=)[^&#]*`)
 	dsnPassword   = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
 )
 
-// RedactURL masks the password of a database URL or key=value DSN so it can
-// be printed: "postgres://u:secret@h/db" becomes "postgres://u:xxxxx@h/db".
+// RedactURL masks the password of a URL or key=value DSN, and the values
+// of query parameters that name a password, token or key, so it can be
+// printed: "postgres://u:secret@h/db" becomes "postgres://u:xxxxx@h/db".
 // Text without a password is returned unchanged.
 func RedactURL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
