@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/runview"
 	"github.com/taskloom/taskloom/worktree"
 )
@@ -104,6 +106,9 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
+	if err := checkTaskList(o.Product, product); err != nil {
+		return Outcome{}, err
+	}
 	meta := Meta{Model: ResolveModelSpec(s.Cfg.Model, o.Dir, s.Repo), Workers: s.Cfg.ParallelWorkers, ConfigFile: o.ConfigFile}
 	out := Outcome{RunID: NewRunID(time.Now())}
 	p, err := s.Pipeline(ctx, out.RunID, product, meta)
@@ -123,6 +128,22 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 	out.Result, err = s.driven(p).Start(ctx, nodes.Run{ID: out.RunID, ProductPath: product, Repo: s.Repo, Meta: metaJSON}, opts)
 	s.syncBehind()
 	return out, err
+}
+
+// checkTaskList reads the PRODUCT.md at path, named as the user gave it,
+// and returns the problems of its explicit task list, each naming its
+// line: a list that cannot be read stops there, as plan does, before a
+// run is recorded. A prose PRODUCT.md is left to the breakdown.
+func checkTaskList(name, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", name, err)
+	}
+	if !planner.HasTaskList(string(data)) {
+		return nil
+	}
+	_, err = planner.ParseTaskListFile(name, string(data))
+	return err
 }
 
 // ResumeOpts says how Resume continues a run.
