@@ -91,6 +91,12 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		// A value that does not parse is named with the flag's type, not
+		// with the Go parser's words ("strconv.ParseInt: …").
+		var bad *pflag.InvalidValueError
+		if errors.As(err, &bad) {
+			err = fmt.Errorf("--%s wants %s, got %q", bad.GetFlag().Name, flagKind(bad.GetFlag()), bad.GetValue())
+		}
 		return withCode(exitUsage, err)
 	})
 	// An unknown command and wrong arguments are usage errors (exit 2),
@@ -107,7 +113,7 @@ func newRootCmd(a *app) *cobra.Command {
 		if check := sub.Args; check != nil {
 			sub.Args = func(cmd *cobra.Command, args []string) error {
 				if err := check(cmd, args); err != nil {
-					return withCode(exitUsage, err)
+					return withCode(exitUsage, fmt.Errorf("%s: %w; usage: %s", cmd.Name(), err, cmd.UseLine()))
 				}
 				return nil
 			}
@@ -229,4 +235,18 @@ func writeCrash(p any, stack []byte) string {
 		return "the crash report could not be written: " + err.Error()
 	}
 	return "crash report: " + path + " (please attach it to a bug report)"
+}
+
+// flagKind names what a flag takes, for an error about its value.
+func flagKind(f *pflag.Flag) string {
+	switch t := f.Value.Type(); t {
+	case "int", "int64", "uint", "float64":
+		return "a number"
+	case "duration":
+		return "a duration such as 30s or 5m"
+	case "bool":
+		return "true or false"
+	default:
+		return "a " + t
+	}
 }
