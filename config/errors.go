@@ -47,8 +47,8 @@ func (e *UnknownKeyError) Error() string {
 	switch {
 	case e.Credential:
 		msg += ": secrets never go in the config file; API keys come from the environment " +
-			"(ANTHROPIC_API_KEY, OPENAI_API_KEY, or the provider's usual variable) and a " +
-			"database password goes in database.url or TASKLOOM_DB"
+			"(ANTHROPIC_API_KEY, OPENAI_API_KEY or the provider's usual variable; LINEAR_API_KEY " +
+			"for Linear) and a database password goes in database.url or TASKLOOM_DB"
 	case e.Suggestion != "":
 		msg += " (did you mean " + e.Suggestion + "?)"
 	}
