@@ -55,6 +55,14 @@ func NewClient(url, key string) *Client {
 // ErrNotFound is an entity Linear does not have.
 var ErrNotFound = errors.New("not found")
 
+// ErrUnauthorized is a request Linear refused for its key. Retrying does
+// not help: the user must set another key.
+var ErrUnauthorized = errors.New("Linear refused the key in LINEAR_API_KEY; set a valid personal API key")
+
+// ErrUnknownTeam is a team_id Linear does not know, or that the key
+// cannot see. Retrying does not help: the config must change.
+var ErrUnknownTeam = errors.New("no such Linear team for this key; set integrations.linear.team_id to a team's ID or key")
+
 type gqlError struct {
 	Message    string         `json:"message"`
 	Extensions map[string]any `json:"extensions"`
@@ -85,12 +93,19 @@ func (c *Client) do(ctx context.Context, op, query string, vars map[string]any, 
 		Data   json.RawMessage `json:"data"`
 		Errors []gqlError      `json:"errors"`
 	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return fmt.Errorf("linear %s: %w (HTTP %d)", op, ErrUnauthorized, resp.StatusCode)
+	}
 	if jerr := json.Unmarshal(data, &env); jerr != nil || resp.StatusCode/100 != 2 && len(env.Errors) == 0 {
 		return c.redact(fmt.Errorf("linear %s: HTTP %d: %s", op, resp.StatusCode, clip.Line(string(data), 200)))
 	}
 	if len(env.Errors) > 0 {
 		e := env.Errors[0]
-		if code, _ := e.Extensions["code"].(string); code == "ENTITY_NOT_FOUND" || strings.Contains(strings.ToLower(e.Message), "not found") {
+		code, _ := e.Extensions["code"].(string)
+		if code == "AUTHENTICATION_ERROR" || code == "FORBIDDEN" || strings.Contains(strings.ToLower(e.Message), "authentication required") {
+			return fmt.Errorf("linear %s: %w", op, ErrUnauthorized)
+		}
+		if code == "ENTITY_NOT_FOUND" || strings.Contains(strings.ToLower(e.Message), "not found") {
 			return fmt.Errorf("linear %s: %w: %s", op, ErrNotFound, c.redact(errors.New(e.Message)))
 		}
 		return c.redact(fmt.Errorf("linear %s: %s", op, e.Message))
@@ -131,6 +146,9 @@ func (c *Client) TeamStates(ctx context.Context, teamID string) ([]State, error)
 	err := c.do(ctx, "TeamStates", `query TeamStates($id: String!) {
   team(id: $id) { id states { nodes { id name type position } } }
 }`, map[string]any{"id": teamID}, &out)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("linear TeamStates: team %q: %w", teamID, ErrUnknownTeam)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -140,6 +140,10 @@ func (s *Syncer) Drain(ctx context.Context) error {
 		s.idle.Wait()
 	}
 	if s.pending > 0 {
+		if errors.Is(s.lastErr, ErrUnauthorized) || errors.Is(s.lastErr, ErrUnknownTeam) {
+			// Waiting for a resume would not help: say what to fix.
+			return fmt.Errorf("linear sync: %d tasks not mirrored: %w", s.pending, s.lastErr)
+		}
 		return fmt.Errorf("linear sync: %d tasks not yet mirrored (%v); they catch up on resume", s.pending, s.lastErr)
 	}
 	return nil

@@ -3,7 +3,10 @@ package linear_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -147,4 +150,41 @@ func TestAttach(t *testing.T) {
 	require.Nil(t, linear.Attach(r, cfg, &warnings, nil))
 	require.Nil(t, r.Sync)
 	require.Empty(t, warnings.String())
+}
+
+// A refused key or an unknown team does not fix itself: the sync says
+// what to change rather than promise to catch up on resume.
+func TestUnfixableErrorsSayWhatToChange(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		status int
+		body   string
+		want   string
+	}{
+		{"key refused", http.StatusUnauthorized, `{"errors":[{"message":"Authentication required"}]}`, "LINEAR_API_KEY"},
+		{"key refused in GraphQL", http.StatusBadRequest,
+			`{"errors":[{"message":"Authentication required, not authenticated","extensions":{"code":"AUTHENTICATION_ERROR"}}]}`, "LINEAR_API_KEY"},
+		{"unknown team", http.StatusOK, `{"data":null,"errors":[{"message":"Entity not found: Team","extensions":{"code":"ENTITY_NOT_FOUND"}}]}`,
+			`team "TEAM-X": no such Linear team for this key; set integrations.linear.team_id`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			s := linear.NewSyncer(linear.SyncOpts{Client: linear.NewClient(srv.URL, testKey), TeamID: "TEAM-X",
+				MinBackoff: 10 * time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+			defer s.Close()
+			s.Tasks("run-3", tasks(planner.StatusPending, "T1"))
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			err := s.Drain(ctx)
+			require.ErrorContains(t, err, tt.want)
+			require.NotContains(t, err.Error(), "catch up on resume")
+			require.NotContains(t, err.Error(), testKey)
+		})
+	}
 }
