@@ -231,8 +231,10 @@ func (p *Pipeline) breakdown(ctx context.Context, s State) (State, error) {
 	if len(plan.Cycles) > 0 {
 		var escs []Escalation
 		seen := map[string]bool{}
-		for _, c := range plan.Cycles {
-			path := strings.Join(c, " -> ")
+		// Each path names the file behind a file-based edge.
+		paths := planner.CyclePaths(plan.Tasks, plan.Cycles)
+		for k, c := range plan.Cycles {
+			path := paths[k]
 			for _, id := range c {
 				if !seen[id] {
 					seen[id] = true
