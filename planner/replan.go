@@ -87,7 +87,9 @@ func ReplanPlan(old []Task, oldMilestones []Milestone, next *Plan, opts *ReplanO
 	if err != nil {
 		return nil, err
 	}
-	out := &Replan{Kept: []ReplanTask{}, Changed: []ReplanTask{}, Added: []ReplanTask{}, Removed: []ReplanTask{}, Warnings: []string{}}
+	// The new plan's own warnings (near-miss headings, files against the
+	// repository) come first, as plan shows them.
+	out := &Replan{Kept: []ReplanTask{}, Changed: []ReplanTask{}, Added: []ReplanTask{}, Removed: []ReplanTask{}, Warnings: append([]string{}, next.Warnings...)}
 	match := matchTasks(old, next.Tasks) // new index -> old index
 	toOld := map[string]string{}         // new ID -> the run's ID
 	for ni, oi := range match {

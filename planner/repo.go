@@ -72,8 +72,18 @@ func (r *resolved) repoWarnings(raw *RawPlan) []string {
 		}
 		out = append(out, loc+msg)
 	}
+	// When replanning, a task the run completed made its files itself.
+	done := map[string]bool{}
+	for _, t := range r.current {
+		if t.Status == StatusCompleted {
+			done[t.ID] = true
+		}
+	}
 	for i := range raw.Tasks {
 		t := &raw.Tasks[i]
+		if done[t.ID] {
+			continue
+		}
 		for _, f := range t.FilesToCreate {
 			if exists(f) {
 				warn(t.ID, "files_to_create", f, fmt.Sprintf("%s creates %s, which already exists in the repository; list it in files_to_modify", t.ID, f))

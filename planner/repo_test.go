@@ -61,6 +61,20 @@ func TestRepoWarnings(t *testing.T) {
 	p, err = FromProduct(t.Context(), nil, repoProduct, nil)
 	require.NoError(t, err)
 	require.Empty(t, p.Warnings)
+
+	// Replanning a run that completed T1: T1 made notes/note.go itself, and
+	// the replan shows the plan's other warnings.
+	old, err := FromProduct(t.Context(), nil, repoProduct, nil)
+	require.NoError(t, err)
+	current := runTasks(old, map[string]Status{"T1": StatusCompleted})
+	opts := &Opts{Repo: dir, ProductName: "docs/PRODUCT.md", CurrentTasks: current}
+	p, err = FromProduct(t.Context(), nil, repoProduct, opts)
+	require.NoError(t, err)
+	want := []string{"docs/PRODUCT.md:15: T2 modifies notes/store.go, which does not exist in the repository and no task creates it; list it in files_to_create"}
+	require.Equal(t, want, p.Warnings)
+	rp, err := ReplanPlan(current, old.Milestones, p, &ReplanOpts{Opts: opts})
+	require.NoError(t, err)
+	require.Equal(t, want, rp.Warnings)
 }
 
 func TestBreakdownPromptHasRepoMap(t *testing.T) {
