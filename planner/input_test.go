@@ -173,7 +173,7 @@ func TestMarkdownErrorsNameLines(t *testing.T) {
 			name: "a file created twice, once as ./",
 			md: "## Milestone M1: a\n### Task T1: a\n- acceptance_criteria: ok\n- files_to_create: src/a.go\n" +
 				"### Task T2: b\n- acceptance_criteria: ok\n- files_to_create: ./src/a.go\n",
-			want: []string{`PRODUCT.md:7: task T2 files_to_create: "src/a.go" is also created by task "T1" (tasks[0]); a file has one creator`},
+			want: []string{`PRODUCT.md:7: task T2 files_to_create: "src/a.go" is also created by task "T1" (PRODUCT.md:2); a file has one creator`},
 		},
 		{
 			name: "a title too long",

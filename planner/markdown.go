@@ -201,8 +201,18 @@ func (p *mdParser) locate(is Issue) Issue {
 	if line > 0 {
 		loc = fmt.Sprintf("%s:%d", p.name, line)
 	}
-	return Issue{Path: loc, Msg: what + ": " + is.Msg}
+	// Another task named by its JSON path ("also tasks[0]") is named by
+	// its line, as the issue itself is.
+	msg := taskRef.ReplaceAllStringFunc(is.Msg, func(ref string) string {
+		if n := p.lines[ref]; n > 0 {
+			return fmt.Sprintf("%s:%d", p.name, n)
+		}
+		return ref
+	})
+	return Issue{Path: loc, Msg: what + ": " + msg}
 }
+
+var taskRef = regexp.MustCompile(`tasks\[\d+\]`)
 
 type mdParser struct {
 	raw       *RawPlan
