@@ -95,12 +95,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 		default:
 			switch row.State {
 			case rivertype.JobStateCompleted:
+				d.dropLease(ctx, id)
 				var res nodes.AttemptResult
 				if err := json.Unmarshal(row.Output(), &res); err != nil {
 					return nodes.AttemptResult{}, fmt.Errorf("attempt job %d: its result is unreadable: %w", id, err)
 				}
 				return res, nil
 			case rivertype.JobStateDiscarded, rivertype.JobStateCancelled:
+				d.dropLease(ctx, id)
 				return nodes.AttemptResult{}, fmt.Errorf("its job was %s after %d tries: %s", row.State, row.Attempt, lastError(row))
 			case rivertype.JobStateRunning:
 				if a, ok := d.checkLease(ctx, row); ok {
@@ -116,6 +118,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 		case <-t.C:
 		}
 	}
+}
+
+// dropLease deletes the lease a worker kept on a job that has ended.
+func (d *Dispatcher) dropLease(ctx context.Context, jobID int64) {
+	_, _ = d.pool.Exec(ctx, `DELETE FROM attempt_leases WHERE job_id = $1`, jobID)
 }
 
 func lastError(row *rivertype.JobRow) string {

@@ -179,10 +179,15 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	}
 	cancel(nil)
 	<-done
-	l.drop(ctx)
 	if errors.Is(err, ErrElsewhere) {
+		l.drop(ctx)
 		return river.JobSnooze(time.Second)
 	}
+	// The job stays running until River's completer records how it
+	// ended, a moment later: the lease is kept over that gap, so that
+	// the run does not take the finished attempt for a dead worker's and
+	// queue it again. The run drops it once it has the result.
+	l.finish(ctx)
 	if err != nil {
 		return fmt.Errorf("worker %s: %w", w.opts.Name, err)
 	}
@@ -265,6 +270,13 @@ func (h *holder) renew(ctx context.Context, lost context.CancelCauseFunc) {
 			return
 		}
 	}
+}
+
+// finish renews the lease one last time, saying the attempt is done.
+func (h *holder) finish(ctx context.Context) {
+	_, _ = h.pool.Exec(context.WithoutCancel(ctx), `UPDATE attempt_leases
+		SET expires_at = now() + $3 * interval '1 millisecond', tool = 'worker', summary = 'finished; recording the result', updated_at = now()
+		WHERE job_id = $1 AND worker = $2`, h.job, h.worker, h.ttl.Milliseconds())
 }
 
 func (h *holder) drop(ctx context.Context) {
