@@ -39,8 +39,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer func() { _ = s.Close() }()
-			fmt.Fprintf(a.stdout, "taskloom worker %s: taking attempts (%d at a time) until stopped\n", session.WorkerName(), concurrency)
-			err = s.Work(cmd.Context(), session.WorkOpts{Concurrency: concurrency})
+			err = s.Work(cmd.Context(), session.WorkOpts{Concurrency: concurrency, Out: a.stdout})
 			if errors.Is(err, context.Canceled) {
 				// Stopped by the user: what it held goes back to the
 				// queue, for another worker or the run itself.

@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/queue"
 	"github.com/taskloom/taskloom/store/postgres"
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // ErrNoWorkers says that a run was asked to run no attempts itself where
@@ -118,6 +122,8 @@ func WorkerName() string { return queue.WorkerName() }
 type WorkOpts struct {
 	// Concurrency is how many attempts run at once.
 	Concurrency int
+	// Out, when set, hears a line as each attempt starts and ends.
+	Out io.Writer
 }
 
 // Work takes attempts from the queue of the session's PostgreSQL store and
@@ -130,7 +136,16 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	if pool == nil {
 		return ErrWorkerNeedsPostgres
 	}
-	var mu sync.Mutex
+	// Without the shared remote every attempt would fail at its first
+	// fetch, each failure costing the run a try: refuse to start instead.
+	repo, err := worktree.Open(ctx, s.Repo, nil)
+	if err != nil {
+		return err
+	}
+	if remote := s.Cfg.Worker.Remote; !repo.HasRemote(ctx, remote) {
+		return fmt.Errorf("%s has no git remote %q, which runs share attempts through: start taskloom worker in a clone of the runs' repo, or set worker.remote", s.Repo, remote)
+	}
+	var mu, outMu sync.Mutex
 	runs := map[string]*jobRun{}
 	get := func(ctx context.Context, a queue.Args) (*nodes.Pipeline, error) {
 		mu.Lock()
@@ -146,7 +161,24 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 		return r.p, nil
 	}
 	stop, err := queue.Start(ctx, pool, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Logger: s.Logger,
-		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
+		Run: func(ctx context.Context, a queue.Args) (res nodes.AttemptResult, err error) {
+			say := func(format string, args ...any) {
+				if o.Out != nil {
+					outMu.Lock()
+					defer outMu.Unlock()
+					fmt.Fprintf(o.Out, "%s run %s: %s attempt %d: %s\n", time.Now().Format("15:04:05"), a.RunID, a.TaskID, a.Attempt, fmt.Sprintf(format, args...))
+				}
+			}
+			say("started")
+			defer func() {
+				switch {
+				case errors.Is(err, queue.ErrElsewhere):
+				case err != nil:
+					say("failed here, back to the queue: %s", clip.Line(err.Error(), 200))
+				default:
+					say("finished: %s", clip.Line(res.Note, 200))
+				}
+			}()
 			p, err := get(ctx, a)
 			if err != nil {
 				return nodes.AttemptResult{}, err
@@ -155,6 +187,11 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 		}})
 	if err != nil {
 		return err
+	}
+	if o.Out != nil {
+		outMu.Lock()
+		fmt.Fprintf(o.Out, "taskloom worker %s: taking attempts (%d at a time) until stopped\n", WorkerName(), max(o.Concurrency, 1))
+		outMu.Unlock()
 	}
 	<-ctx.Done()
 	stop()

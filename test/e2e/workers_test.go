@@ -185,7 +185,22 @@ func TestRemoteAndInProcessWorkers(t *testing.T) {
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, "worker output:\n%s", remote.Stdout)
 	require.Equal(t, 130, ee.ExitCode(), "worker output:\n%s", remote.Stdout)
-	require.Contains(t, remote.Stdout.(*bytes.Buffer).String(), "taskloom worker stopped")
+	out := remote.Stdout.(*bytes.Buffer).String()
+	require.Contains(t, out, "taskloom worker stopped")
+	// It said what it did, an attempt a line as it started and ended.
+	require.Regexp(t, `(?m)^\d\d:\d\d:\d\d run `+runID+`: T[\w-]+ attempt 1: started$`, out)
+	require.Regexp(t, `(?m)^\d\d:\d\d:\d\d run `+runID+`: T[\w-]+ attempt 1: finished: .+$`, out)
+
+	// A clone without the shared remote is refused at once, in one line.
+	lone := filepath.Join(t.TempDir(), "lone")
+	killGit(t, filepath.Dir(lone), "init", "-q", "-b", "main", lone)
+	killGit(t, lone, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init")
+	cmd := exec.Command(f.bin, "worker", "--db", f.db)
+	cmd.Dir, cmd.Env = lone, killEnv("")
+	stderr, err := cmd.CombinedOutput()
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 1, ee.ExitCode(), "%s", stderr)
+	require.Regexp(t, `^taskloom: \S+ has no git remote "origin", which runs share attempts through: .+\n$`, string(stderr))
 }
 
 // replaceRunWorker blanks the run's own worker (host:pid/RUN_ID), whose
