@@ -8,10 +8,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
@@ -159,8 +161,13 @@ func (rv *Review) Record(ctx context.Context, g *graph.Runnable[nodes.State], w 
 	if len(rv.decisions) == 0 {
 		return fmt.Errorf("no decision taken for run %s; nothing was recorded", rv.runID)
 	}
+	// A note goes to the store and into the retry's prompt: a secret
+	// pasted into it (a key from this environment) is not kept.
+	secrets := proc.NewRedactor(os.Environ(), proc.DefaultEnvAllow)
 	values := make(map[string]any, len(rv.decisions))
 	for id, d := range rv.decisions {
+		d.Note = secrets.Redact(d.Note)
+		rv.decisions[id] = d
 		values[id] = d
 	}
 	if err := g.Answer(ctx, rv.runID, values); err != nil {

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestReviewNoteKeepsNoSecret: a key pasted into a review note is neither
+// stored nor printed; the note keeps the rest of its words. (It sets an
+// environment variable, so it does not run in parallel.)
+func TestReviewNoteKeepsNoSecret(t *testing.T) {
+	const secret = "tl-review-s3cret-0123456789"
+	t.Setenv("TASKLOOM_TEST_REVIEW_SECRET", secret)
+	repo, product := reviewSetup(t, 1, "")
+	runID := reviewRun(t, repo, product)
+
+	code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo,
+		"--task", "T1", "--action", "retry", "--note", "use the token "+secret+" for the API")
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.NotContains(t, out+errOut, secret)
+	decisions, _ := recordedDecisions(t, repo, "", runID)
+	require.Len(t, decisions, 1)
+	for _, d := range decisions {
+		require.NotContains(t, d.Note, secret)
+		require.Contains(t, d.Note, "use the token ")
+		require.Contains(t, d.Note, " for the API")
+	}
+}
