@@ -22,6 +22,8 @@ import (
 type runOpts struct {
 	Product, Repo, ConfigFile string
 	JSON                      bool
+	// Workers is --workers; the config reads it from the flag.
+	Workers int
 	// Dir is where relative paths were given (the working directory).
 	Dir string
 }
@@ -30,6 +32,9 @@ type runOpts struct {
 func (o *runOpts) Validate() error {
 	if o.Product == "" {
 		return usageError("run needs a PRODUCT.md: taskloom run PRODUCT.md")
+	}
+	if o.Workers < 0 {
+		return usageError("--workers must be at least 0, got %d", o.Workers)
 	}
 	if st, err := os.Stat(o.Product); err != nil || st.IsDir() {
 		return fmt.Errorf("PRODUCT.md %s cannot be read; pass the path of your product spec", o.Product)
@@ -50,7 +55,7 @@ func newRunCmd(a *app) *cobra.Command {
 	f.StringVar(&o.ConfigFile, "config", "", "config file (default: <repo>/.project-config.json)")
 	f.String("db", "", "store URL: postgres://… or a SQLite path (default: <repo>/.taskloom/taskloom.db)")
 	f.String("model", "", "model spec: anthropic:…, openai:…, openai-compatible:MODEL@URL or scripted:PATH")
-	f.Int("workers", 0, "parallel workers")
+	f.IntVar(&o.Workers, "workers", 0, "parallel workers")
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object per event")
 	return cmd
 }

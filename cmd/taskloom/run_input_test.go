@@ -26,3 +26,12 @@ func TestRunRefusesABadTaskList(t *testing.T) {
 	require.Equal(t, 0, code, "stderr:\n%s", errOut)
 	require.NotContains(t, out, "bad.md", "no run was recorded")
 }
+
+// TestRunWorkersOutOfRange: a --workers value below 0 is a usage error
+// (exit 2), like a value that is not a number.
+func TestRunWorkersOutOfRange(t *testing.T) {
+	repo := testkit.Repo(t, map[string]string{"PRODUCT.md": "# P\n"})
+	code, _, errOut := taskloom(t, "run", filepath.Join(repo, "PRODUCT.md"), "--repo", repo, "--workers", "-1")
+	require.Equal(t, exitUsage, code, errOut)
+	require.Equal(t, "taskloom: --workers must be at least 0, got -1\n", errOut)
+}
