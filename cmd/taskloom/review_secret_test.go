@@ -28,3 +28,21 @@ func TestReviewNoteKeepsNoSecret(t *testing.T) {
 		require.Contains(t, d.Note, " for the API")
 	}
 }
+
+// TestStatusAfterEveryDecision: once a review decided every escalation,
+// status says to resume, not to review again.
+func TestStatusAfterEveryDecision(t *testing.T) {
+	t.Parallel()
+	repo, product := reviewSetup(t, 1, "")
+	runID := reviewRun(t, repo, product)
+	code, out, errOut := reviewCLI(t, strings.NewReader(""), "status", runID, "--repo", repo)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "next: review the escalations with taskloom review "+runID)
+
+	code, out, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T1", "--action", "skip")
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	code, out, errOut = reviewCLI(t, strings.NewReader(""), "status", runID, "--repo", repo)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "next: taskloom resume "+runID+" (every escalation has a decision)\n")
+	require.NotContains(t, out, "next: review")
+}

@@ -166,6 +166,9 @@ func (rep Status) Write(w io.Writer) error {
 		fmt.Fprintf(w, "no_change: %s (completed without changes: the tests passed on what was already there)\n", strings.Join(rep.NoChange, ", "))
 	}
 	switch {
+	case rep.Status == nodes.RunPaused && len(rep.head.Interrupts) == 0 && len(rep.Escalations) > 0:
+		// The escalations listed are the ones a review already decided.
+		fmt.Fprintf(w, "next: taskloom resume %s (every escalation has a decision)\n", rep.RunID)
 	case rep.Status == nodes.RunPaused || len(rep.head.Interrupts) > 0:
 		fmt.Fprintf(w, "next: review the escalations with taskloom review %s, then taskloom resume %s\n", rep.RunID, rep.RunID)
 	case rep.Status == nodes.RunInterrupted:
