@@ -109,8 +109,9 @@ func TestPageAndAPI(t *testing.T) {
 				Reason string `json:"reason"`
 			} `json:"escalations"`
 			Tasks []struct {
-				ID     string `json:"id"`
-				Status string `json:"status"`
+				ID      string `json:"id"`
+				Status  string `json:"status"`
+				Attempt int    `json:"attempt"`
 			} `json:"tasks"`
 			Resume string `json:"resume"`
 		}
@@ -122,6 +123,11 @@ func TestPageAndAPI(t *testing.T) {
 		require.Equal(t, "T1", snap.Escalations[0].TaskID)
 		require.Equal(t, nodes.ReasonMaxAttempts, snap.Escalations[0].Reason)
 		require.Equal(t, "taskloom resume "+runID+" --repo "+repo, snap.Resume)
+		// Both tasks had one attempt, T1's failing and T2's passing: that
+		// is the attempt shown, not the one each would get next.
+		for _, task := range snap.Tasks {
+			require.Equal(t, 1, task.Attempt, "task %s", task.ID)
+		}
 
 		var detail struct {
 			Status     string `json:"status"`

@@ -127,8 +127,14 @@ func (s *Server) load(ctx context.Context, runID string) (*snapshot, error) {
 	}
 	lay := s.layout(runID, st.Tasks.Values(), st.Milestones.Get(), meta.Workers)
 	for _, t := range st.Tasks.Values() {
+		// A task that is not running shows the attempt it last had, not
+		// the one it would get next.
+		attempt := nodes.CurrentAttempt(st, t.ID)
+		if a, ok := nodes.LastAttempt(st, t.ID); ok && t.Status != planner.StatusInProgress {
+			attempt = a.Attempt
+		}
 		v := taskView{ID: t.ID, Title: t.Title, Status: string(t.Status), Milestone: t.MilestoneID,
-			Dependencies: nonNil(t.Dependencies), Attempt: nodes.CurrentAttempt(st, t.ID), MaxAttempts: t.MaxAttempts,
+			Dependencies: nonNil(t.Dependencies), Attempt: attempt, MaxAttempts: t.MaxAttempts,
 			Critical: lay.critical[t.ID], Usage: nodes.NewUsageReport(usage[t.ID], meta.Model)}
 		if escalated[t.ID] {
 			v.Status = StatusEscalated
