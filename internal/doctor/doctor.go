@@ -9,12 +9,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/integrations/linear"
 	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/session"
@@ -78,6 +82,8 @@ func Run(ctx context.Context, repo string, load LoadFunc) ([]Check, error) {
 	}
 	r.checkModel(cfg)
 	r.checkVerify(ctx, cfg)
+	r.checkMCP(ctx, cfg)
+	r.checkLinear(ctx, cfg)
 
 	if st := proc.Probe(); st.Complete() {
 		r.add("sandbox", "ok", "%s", st)
@@ -212,6 +218,67 @@ func (r *report) checkVerify(ctx context.Context, cfg config.Config) {
 		return
 	}
 	r.add("verify", "ok", "%s", strings.Join(argv, " "))
+}
+
+// checkMCP looks for each MCP server: a stdio server's command, and
+// whether an HTTP server's address answers. A server that is missing only
+// costs the agent its tools (a run still starts): a warning.
+func (r *report) checkMCP(ctx context.Context, cfg config.Config) {
+	for _, s := range cfg.MCP.Servers {
+		name := "mcp " + s.Name
+		if len(s.Command) > 0 {
+			if _, err := exec.LookPath(s.Command[0]); err != nil {
+				r.add(name, "warn", "%s is not found: install it or fix mcp.servers (the agent runs without this server's tools)", s.Command[0])
+				continue
+			}
+			r.add(name, "ok", "%s", s.Command[0])
+			continue
+		}
+		u, err := url.Parse(s.URL)
+		if err != nil || u.Host == "" {
+			r.add(name, "warn", "%s is not a URL with a host", config.RedactURL(s.URL))
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+		}
+		host := net.JoinHostPort(u.Hostname(), port)
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
+		cancel()
+		if err != nil {
+			r.add(name, "warn", "%s does not answer (%v): the agent runs without this server's tools until it does", config.RedactURL(s.URL), err)
+			continue
+		}
+		_ = conn.Close()
+		r.add(name, "ok", "%s answers", config.RedactURL(s.URL))
+	}
+}
+
+// checkLinear checks the Linear sync when it is on: the key, and that
+// Linear knows the team with it. A sync that cannot work leaves the run
+// going without it: a warning.
+func (r *report) checkLinear(ctx context.Context, cfg config.Config) {
+	l := cfg.Integrations.Linear
+	if !l.Enabled {
+		return
+	}
+	key := os.Getenv(linear.KeyEnv)
+	if key == "" {
+		r.add("linear", "warn", "%s is not set: runs go on without the Linear sync", linear.KeyEnv)
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := linear.NewClient(l.URL, key).TeamStates(lctx, l.TeamID); err != nil {
+		r.add("linear", "warn", "%s: runs go on without the Linear sync until this is fixed", clip.Line(err.Error(), 200))
+		return
+	}
+	r.add("linear", "ok", "team %s, %s is set", l.TeamID, linear.KeyEnv)
 }
 
 // configSource says which config file a repo's run would read.
