@@ -248,6 +248,12 @@ func (r *Runner) finish(ctx context.Context, runID string, res graph.Result[Stat
 		if _, derr := r.Pipeline.Repo.DropKept(sctx, runID); derr != nil {
 			r.log().WarnContext(ctx, "drop kept attempts", slog.String("run_id", runID), slog.Any("error", derr))
 		}
+		if remote := r.Pipeline.Remote; remote != "" && r.Pipeline.Dispatcher != nil {
+			// The same for what the run shared with its workers.
+			if _, derr := r.Pipeline.Repo.DropRemote(sctx, remote, runID); derr != nil {
+				r.log().WarnContext(ctx, "drop the run's refs on the remote", slog.String("run_id", runID), slog.String("remote", remote), slog.Any("error", derr))
+			}
+		}
 	}
 	return err
 }

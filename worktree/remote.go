@@ -60,6 +60,34 @@ func (m *Manager) Fetch(ctx context.Context, remote, ref, run string) (string, e
 	return strings.TrimSpace(sha), nil
 }
 
+// DropRemote deletes a run's base and attempt refs from the remote the
+// run shared with its workers (refs/taskloom/bases/RUN/… and
+// refs/taskloom/attempts/RUN/…): once the run ended, nothing fetches them.
+// It returns how many it deleted.
+func (m *Manager) DropRemote(ctx context.Context, remote, run string) (int, error) {
+	if !validID(run) {
+		return 0, fmt.Errorf("drop the remote refs of run %q: not a run ID", run)
+	}
+	out, err := m.git(ctx, m.root, "ls-remote", "--refs", remote, "refs/taskloom/bases/"+run+"/*", keptPrefix+run+"/*")
+	if err != nil {
+		return 0, fmt.Errorf("list the refs of run %s on %s: %w", run, remote, err)
+	}
+	args := []string{"push", "-q", "--no-verify", remote}
+	for line := range strings.SplitSeq(out, "\n") {
+		if _, ref, ok := strings.Cut(strings.TrimSpace(line), "\t"); ok {
+			args = append(args, ":"+ref)
+		}
+	}
+	n := len(args) - 4
+	if n == 0 {
+		return 0, nil
+	}
+	if _, err := m.git(ctx, m.root, args...); err != nil {
+		return 0, fmt.Errorf("delete the refs of run %s on %s: %w", run, remote, err)
+	}
+	return n, nil
+}
+
 // fetchSeq numbers scratch branches; with the process ID it keeps them
 // apart across processes sharing a repository.
 var fetchSeq atomic.Int64

@@ -99,19 +99,21 @@ func (f *fleet) check(t *testing.T, res killResult) string {
 	for _, id := range killTasks {
 		require.Equal(t, 1, counts[id], "task %s integrated %d times", id, counts[id])
 	}
-	refs := killGit(t, f.remote, "for-each-ref", "--format=%(refname)", "refs/taskloom/attempts/"+runID+"/")
-	rows, err := f.pool.Query(t.Context(), `SELECT args->>'task_id', args->>'attempt' FROM river_job
+	rows, err := f.pool.Query(t.Context(), `SELECT args->>'task_id', args->>'attempt', metadata->'output'->'attempt'->>'commit' FROM river_job
 		WHERE state = 'completed' AND attempted_by[array_length(attempted_by, 1)] NOT LIKE '%/' || $1 AND (metadata->'output'->'attempt'->>'changed')::bool`, runID)
 	require.NoError(t, err)
 	remote := 0
 	for rows.Next() {
-		var task, attempt string
-		require.NoError(t, rows.Scan(&task, &attempt))
-		require.Contains(t, refs, "refs/taskloom/attempts/"+runID+"/"+task+"/"+attempt+"\n", "attempt %s/%s of a remote worker on the remote", task, attempt)
+		var task, attempt, commit string
+		require.NoError(t, rows.Scan(&task, &attempt, &commit))
+		require.NotEmpty(t, commit, "attempt %s/%s", task, attempt)
+		killGit(t, f.remote, "cat-file", "-e", commit+"^{commit}") // pushed there by its worker
 		remote++
 	}
 	require.NoError(t, rows.Err())
 	require.NotZero(t, remote, "no attempt ran on a remote worker")
+	// The run ended: the refs it shared with its workers are gone.
+	require.Empty(t, killGit(t, f.remote, "for-each-ref", "--format=%(refname)", "refs/taskloom/"), "refs left on the remote")
 	require.NotEmpty(t, killGoTest(t, f.run))
 	return runID
 }
