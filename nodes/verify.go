@@ -123,6 +123,9 @@ func testCounts(v *verify.Verdict) string {
 		return "no tests to run"
 	}
 	if v.Total == 0 {
+		if v.Format == verify.FormatExitCode {
+			return "exit code 0"
+		}
 		return v.Runner() + ", exit code 0"
 	}
 	return fmt.Sprintf("%s: %d tests, %d skipped", v.Runner(), v.Total, v.Skipped)
