@@ -84,7 +84,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "taskloom ui: missing or wrong access token; open the URL printed by taskloom ui", http.StatusUnauthorized)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.Method != http.MethodPost {
+			// Nothing here takes another method: say so as HTTP does.
+			w.Header().Set("Allow", "GET, HEAD, POST")
+			http.Error(w, "taskloom ui: method "+r.Method+" not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if r.Method == http.MethodPost {
 			if err := s.checkCSRF(r); err != nil {
 				http.Error(w, "taskloom ui: "+err.Error(), http.StatusForbidden)
 				return
@@ -117,9 +123,6 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 // cannot set), an Origin that is this server's, and, when the browser
 // says where the request comes from, same-origin.
 func (s *Server) checkCSRF(r *http.Request) error {
-	if r.Method != http.MethodPost {
-		return fmt.Errorf("method %s not allowed", r.Method)
-	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
 		return fmt.Errorf("cross-site request refused (Sec-Fetch-Site %s)", site)
 	}

@@ -26,3 +26,17 @@ func TestReviewRefusedWhileDriven(t *testing.T) {
 		require.Empty(t, recordedAnswers(t, dbURL, runID))
 	})
 }
+
+// TestOtherMethodsRefused: a method the ui has no use for is a 405 that
+// names the ones it takes, before any check of the request's origin.
+func TestOtherMethodsRefused(t *testing.T) {
+	t.Parallel()
+	dbURL := stores[0].newURL(t)
+	_, runID := escalatedRun(t, dbURL)
+	h := newServer(t, dbURL, runID, nil).Handler()
+	for _, m := range []string{"DELETE", "PUT", "PATCH"} {
+		res := do(t, h, m, "/api/runs/"+runID, nil, nil)
+		require.Equal(t, http.StatusMethodNotAllowed, res.Code, m)
+		require.Equal(t, "GET, HEAD, POST", res.Header().Get("Allow"))
+	}
+}
