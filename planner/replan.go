@@ -369,16 +369,19 @@ func (r *Replan) WriteText(w io.Writer) error {
 		if t.Status != "" && t.Status != t.Now {
 			status = fmt.Sprintf("%s -> %s", t.Status, t.Now)
 		}
-		fmt.Fprintf(ew, "  %-8s %-8s %-22s %s%s\n", kind, t.ID, status, shorten(t.Title, tableTitleLen), detail)
+		fmt.Fprintf(ew, "  %-8s %-8s %-24s %s%s\n", kind, t.ID, status, shorten(t.Title, tableTitleLen), detail)
+	}
+	renamed := func(t ReplanTask) string {
+		if t.NewID == "" {
+			return ""
+		}
+		return fmt.Sprintf(" [%s in PRODUCT.md, matched by %s]", t.NewID, t.MatchedBy)
 	}
 	for _, t := range r.Kept {
-		line("kept", t, "")
+		line("kept", t, renamed(t))
 	}
 	for _, t := range r.Changed {
-		d := " (" + strings.Join(t.Fields, ", ") + ")"
-		if t.NewID != "" {
-			d += fmt.Sprintf(" [%s in PRODUCT.md, matched by %s]", t.NewID, t.MatchedBy)
-		}
+		d := " (" + strings.Join(t.Fields, ", ") + ")" + renamed(t)
 		if t.FollowUp != "" {
 			d += " follow-up " + t.FollowUp
 		}

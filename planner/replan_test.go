@@ -2,6 +2,7 @@ package planner
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -177,4 +178,14 @@ func TestReplanDependenciesFollowRenames(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"T2"}, byID(r.Tasks)["T1"].Dependencies)
 	require.Empty(t, byID(r.Tasks)["T2"].Dependencies)
+}
+
+// A kept task that PRODUCT.md now calls by another ID says so in the text,
+// as a changed one does.
+func TestReplanTextNamesRenames(t *testing.T) {
+	r := &Replan{Kept: []ReplanTask{{ID: "T3", NewID: "T7", MatchedBy: "title", Title: "Write T3.txt", Status: StatusInProgress, Now: StatusPending}}}
+	var b strings.Builder
+	require.NoError(t, r.WriteText(&b))
+	require.Equal(t, "  kept     T3       in_progress -> pending   Write T3.txt [T7 in PRODUCT.md, matched by title]\n"+
+		"1 kept, 0 changed, 0 added, 0 removed\n", b.String())
 }
