@@ -91,6 +91,11 @@ func Fates(s State) []TaskFate {
 			}
 		case planner.StatusSkipped:
 			f.Fate = FateSkipped
+			if t.Error == planner.RemovedReason {
+				// A replan's skip says why (a review's leaves the
+				// failure the reviewer saw).
+				f.Why = t.Error
+			}
 		case planner.StatusBlocked:
 			f.Fate = FateBlocked
 			for _, d := range t.Dependencies {

@@ -128,6 +128,7 @@ func testE2EReplan(t *testing.T, db []string) {
 
 	code, stdout, stderr = taskloom(t, append([]string{"resume", id, "--repo", dir}, db...)...)
 	require.Equal(t, 5, code, "resume ends partial: T4 was removed\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "  T4  skipped: "+planner.RemovedReason+"\n", "the summary says why T4 was skipped")
 	if out := os.Getenv("TASKLOOM_REPLAN_EXAMPLE"); out != "" && len(db) == 0 {
 		// The release note's example: the replan, then what resume did.
 		example += "\n$ taskloom resume " + id + "   (exit 5: partial, T4 skipped)\n" + stdout +
