@@ -108,6 +108,40 @@ func TaskHeadingWarnings(name, productMD string) []string {
 		name = DefaultProductName
 	}
 	var out []string
+	for _, h := range nearTaskHeadings(productMD) {
+		out = append(out, fmt.Sprintf("%s:%d: heading %q looks like a task but is not read as one (an explicit task list needs \"### Task ID: title\" under \"## Milestone ID: name\"); the whole file goes to the model", name, h.line, h.text))
+	}
+	return out
+}
+
+// NeedsModel is the error of a PRODUCT.md without an explicit task list
+// when no model can be had (err says why): the breakdown needs one. The
+// headings that look like tasks are named by their lines, since they are
+// often why the list was not read.
+func NeedsModel(name, productMD string, err error) error {
+	if name == "" {
+		name = DefaultProductName
+	}
+	why := ""
+	if hs := nearTaskHeadings(productMD); len(hs) > 0 {
+		lines := make([]string, len(hs))
+		for i, h := range hs {
+			lines[i] = fmt.Sprintf("%s:%d", name, h.line)
+		}
+		why = fmt.Sprintf(" (%s look like task headings, but a task list needs \"### Task ID: title\" under \"## Milestone ID: name\")", strings.Join(lines, ", "))
+	}
+	return fmt.Errorf("%s has no explicit task list%s, so the breakdown needs a model: %w", name, why, err)
+}
+
+type heading struct {
+	line int
+	text string
+}
+
+// nearTaskHeadings returns the headings outside code fences that look like
+// task headings without being ones.
+func nearTaskHeadings(productMD string) []heading {
+	var out []heading
 	fenced := false
 	for i, line := range strings.Split(normalizeText(productMD), "\n") {
 		if isFence(line) {
@@ -118,7 +152,7 @@ func TaskHeadingWarnings(name, productMD string) []string {
 			continue
 		}
 		if _, _, ok, _ := nearTask(line); ok {
-			out = append(out, fmt.Sprintf("%s:%d: heading %q looks like a task but is not read as one (an explicit task list needs \"### Task ID: title\" under \"## Milestone ID: name\"); the whole file goes to the model", name, i+1, strings.TrimSpace(line)))
+			out = append(out, heading{i + 1, strings.TrimSpace(line)})
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"os"
 	"testing"
 
@@ -136,4 +137,12 @@ func TestParseTaskListErrors(t *testing.T) {
 	}
 	require.False(t, HasTaskList("# X\n```\n### Task T1: in a fence\n```\n"))
 	require.False(t, HasTaskList("# X\n## Tasks\n- do things\n"))
+}
+
+func TestNeedsModelNamesNearMissHeadings(t *testing.T) {
+	md := "# P\n\n### Task: T1 store\n- acceptance_criteria: a\n\n```\n### Task T9: in a fence\n```\n### task t2 - index\n"
+	err := NeedsModel("nm.md", md, errors.New("no key"))
+	require.EqualError(t, err, `nm.md has no explicit task list (nm.md:3, nm.md:9 look like task headings, but a task list needs "### Task ID: title" under "## Milestone ID: name"), so the breakdown needs a model: no key`)
+	err = NeedsModel("prose.md", "# P\n\nA notes app.\n", errors.New("no key"))
+	require.EqualError(t, err, "prose.md has no explicit task list, so the breakdown needs a model: no key")
 }

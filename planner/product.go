@@ -28,7 +28,7 @@ func FromProductFile(ctx context.Context, modelFunc ModelFunc, path string, opts
 	var model llms.Model
 	if !HasTaskList(string(data)) {
 		if model, err = modelFunc(); err != nil {
-			return nil, fmt.Errorf("%s has no explicit task list, so the breakdown needs a model: %w", path, err)
+			return nil, NeedsModel(path, string(data), err)
 		}
 	}
 	return FromProduct(ctx, model, string(data), &o)

@@ -64,7 +64,7 @@ func Plan(ctx context.Context, cfg config.Config, o PlanOpts) (*planner.Plan, er
 			lo := LLMOpts(cfg, nil)
 			lo.GetenvFunc = o.GetenvFunc
 			if model, err = llm.New(ctx, cfg.Model, lo); err != nil {
-				return nil, fmt.Errorf("%s has no explicit task list, so the breakdown needs a model: %w; pass --model SPEC (for example scripted:session.json), set TASKLOOM_MODEL or the config's model", o.Product, err)
+				return nil, planner.NeedsModel(o.Product, string(data), fmt.Errorf("%w; pass --model SPEC (for example scripted:session.json), set TASKLOOM_MODEL or the config's model", err))
 			}
 		}
 		// Markdown errors and warnings name the file and line themselves.
