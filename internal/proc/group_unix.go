@@ -17,6 +17,7 @@ func setGroup(cmd *exec.Cmd) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	setDeathSignal(cmd.SysProcAttr)
 	cmd.Cancel = func() error {
 		// The negative pid names the process group.
 		err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -1,0 +1,52 @@
+//go:build linux
+
+package proc
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestChildDiesWithTaskloom: a command started through Run does not
+// outlive the taskloom process that started it, even one killed with
+// SIGKILL, which runs no cleanup.
+func TestChildDiesWithTaskloom(t *testing.T) {
+	if os.Getenv("TASKLOOM_PROC_DEATHSIG_PARENT") == "1" {
+		// The parent: start a long sleep, say its pid, and wait.
+		_, _ = Run(context.Background(), Cmd{Args: []string{"sh", "-c", "echo $$; exec sleep 60"}, OnLine: func(l string) {
+			fmt.Println("child", strings.TrimSpace(l))
+		}})
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestChildDiesWithTaskloom$")
+	cmd.Env = append(os.Environ(), "TASKLOOM_PROC_DEATHSIG_PARENT=1")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var line string
+	buf := make([]byte, 256)
+	for !strings.Contains(line, "\n") {
+		n, err := out.Read(buf)
+		require.NoError(t, err, "the parent said nothing: %q", line)
+		line += string(buf[:n])
+	}
+	f := strings.Fields(line)
+	require.Len(t, f, 2, line)
+	pid, err := strconv.Atoi(f[1])
+	require.NoError(t, err, line)
+	require.NoError(t, syscall.Kill(pid, 0), "the child runs")
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 5*time.Second, 20*time.Millisecond,
+		"the child %d outlived its killed parent", pid)
+}
