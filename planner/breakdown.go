@@ -90,7 +90,7 @@ func Breakdown(ctx context.Context, model llms.Model, productMD string, opts *Op
 
 func (r *resolved) breakdownModel(ctx context.Context, model llms.Model, productMD string) (*RawPlan, error) {
 	if strings.TrimSpace(productMD) == "" {
-		return nil, errors.New("breakdown: the PRODUCT.md is empty")
+		return nil, ErrEmpty(r.productName)
 	}
 	if model == nil {
 		return nil, ErrNoModel

@@ -240,7 +240,8 @@ func TestBreakdownNoModel(t *testing.T) {
 	_, err := Breakdown(t.Context(), nil, product, nil)
 	require.ErrorIs(t, err, ErrNoModel)
 	_, err = Breakdown(t.Context(), nil, "  \n", nil)
-	require.EqualError(t, err, "breakdown: the PRODUCT.md is empty")
+	require.EqualError(t, err, ErrEmpty("").Error())
+	require.ErrorContains(t, err, "PRODUCT.md is empty: ")
 }
 
 func TestBreakdownExplicitTaskList(t *testing.T) {

@@ -119,6 +119,9 @@ func TaskHeadingWarnings(name, productMD string) []string {
 // headings that look like tasks are named by their lines, since they are
 // often why the list was not read.
 func NeedsModel(name, productMD string, err error) error {
+	if strings.TrimSpace(normalizeText(productMD)) == "" {
+		return ErrEmpty(name)
+	}
 	if name == "" {
 		name = DefaultProductName
 	}
@@ -131,6 +134,15 @@ func NeedsModel(name, productMD string, err error) error {
 		why = fmt.Sprintf(" (%s look like task headings, but a task list needs \"### Task ID: title\" under \"## Milestone ID: name\")", strings.Join(lines, ", "))
 	}
 	return fmt.Errorf("%s has no explicit task list%s, so the breakdown needs a model: %w", name, why, err)
+}
+
+// ErrEmpty is the error of a PRODUCT.md with nothing in it: there is
+// nothing to break down, with a model or without.
+func ErrEmpty(name string) error {
+	if name == "" {
+		name = DefaultProductName
+	}
+	return fmt.Errorf("%s is empty: write the product spec in it, or a task list (\"## Milestone M1: name\", then \"### Task T1: title\" with its fields)", name)
 }
 
 type heading struct {

@@ -35,3 +35,15 @@ func TestRunWorkersOutOfRange(t *testing.T) {
 	require.Equal(t, exitUsage, code, errOut)
 	require.Equal(t, "taskloom: --workers must be at least 0, got -1\n", errOut)
 }
+
+// TestRunRefusesAnEmptyProduct: an empty PRODUCT.md is said to be empty,
+// before a run is recorded and whatever the model.
+func TestRunRefusesAnEmptyProduct(t *testing.T) {
+	repo := testkit.Repo(t, map[string]string{"PRODUCT.md": "\n\n"})
+	code, _, errOut := taskloom(t, "run", filepath.Join(repo, "PRODUCT.md"), "--repo", repo)
+	require.Equal(t, 1, code, errOut)
+	require.Regexp(t, `^taskloom: \S*PRODUCT\.md is empty: write the product spec in it, or a task list .+\n$`, errOut)
+	code, out, _ := taskloom(t, "runs", "--repo", repo)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "no runs in ")
+}

@@ -132,12 +132,16 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 
 // checkTaskList reads the PRODUCT.md at path, named as the user gave it,
 // and returns the problems of its explicit task list, each naming its
-// line: a list that cannot be read stops there, as plan does, before a
-// run is recorded. A prose PRODUCT.md is left to the breakdown.
+// line: a list that cannot be read, or an empty file, stops there, as plan
+// does, before a run is recorded. A prose PRODUCT.md is left to the
+// breakdown.
 func checkTaskList(name, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", name, err)
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return planner.ErrEmpty(name)
 	}
 	if !planner.HasTaskList(string(data)) {
 		return nil
