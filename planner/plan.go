@@ -92,7 +92,7 @@ func (r *resolved) build(raw *RawPlan) (*Plan, error) {
 	p.Warnings = append(p.Warnings, resolvePartDeps(p.Tasks, sp.children)...)
 	expandDeps(p.Tasks, sp.children)
 	AddFileDependencies(p.Tasks)
-	p.Warnings = append(p.Warnings, r.softLimitWarnings(p.Tasks)...)
+	p.Warnings = append(p.Warnings, r.softLimitWarnings(p.Tasks, raw.Lines)...)
 	p.UpdateMilestones()
 	for _, m := range p.Milestones {
 		found := false
@@ -179,32 +179,39 @@ func setMinutes(leaves []Task, given *float64) {
 	}
 }
 
-// softLimitWarnings reports the tasks over a soft limit of task_size_limits.
-func (r *resolved) softLimitWarnings(tasks []Task) []string {
+// softLimitWarnings reports the tasks over a soft limit of task_size_limits,
+// and those that list no files, each with its task's PRODUCT.md line when
+// it has one (lines, from a markdown task list).
+func (r *resolved) softLimitWarnings(tasks []Task, lines map[string]int) []string {
 	l := r.limits
 	var out []string
 	for i := range tasks {
 		t := &tasks[i]
+		loc := t.ID + ": "
+		if n := lines[SourceKey(t.ID, "", "")]; n > 0 {
+			loc = fmt.Sprintf("%s:%d: %s", r.productName, n, loc)
+		}
+		warn := func(format string, args ...any) { out = append(out, loc+fmt.Sprintf(format, args...)) }
 		if len(t.FilesToCreate)+len(t.FilesToModify) == 0 && t.Status != StatusCompleted && t.Status != StatusSkipped {
 			// Batches are made of tasks whose files are disjoint: one that
 			// names none runs beside anything, even a task editing what it
 			// will edit.
-			out = append(out, fmt.Sprintf("%s: lists no files, so it may run in parallel with any task; list its files_to_create or files_to_modify", t.ID))
+			warn("lists no files, so it may run in parallel with any task; list its files_to_create or files_to_modify")
 		}
 		if n := len(t.FilesToCreate); n > l.MaxFilesToCreate {
-			out = append(out, fmt.Sprintf("%s: %d files to create, above max_files_to_create (%d)", t.ID, n, l.MaxFilesToCreate))
+			warn("%d files to create, above max_files_to_create (%d)", n, l.MaxFilesToCreate)
 		}
 		if n := len(t.FilesToModify); n > l.MaxFilesToModify {
-			out = append(out, fmt.Sprintf("%s: %d files to modify, above max_files_to_modify (%d)", t.ID, n, l.MaxFilesToModify))
+			warn("%d files to modify, above max_files_to_modify (%d)", n, l.MaxFilesToModify)
 		}
 		if n := len(t.AcceptanceCriteria); n > l.MaxCriteriaPerTask {
-			out = append(out, fmt.Sprintf("%s: %d acceptance criteria, above max_criteria_per_task (%d)", t.ID, n, l.MaxCriteriaPerTask))
+			warn("%d acceptance criteria, above max_criteria_per_task (%d)", n, l.MaxCriteriaPerTask)
 		}
 		if n := EstimateTokens(t); n > l.MaxInputTokens {
-			out = append(out, fmt.Sprintf("%s: about %d input tokens, above max_input_tokens (%d)", t.ID, n, l.MaxInputTokens))
+			warn("about %d input tokens, above max_input_tokens (%d)", n, l.MaxInputTokens)
 		}
 		if m := t.EstimatedMinutes; m > l.MaxTimeMinutes {
-			out = append(out, fmt.Sprintf("%s: estimated %g minutes, above max_time_minutes (%g)", t.ID, m, l.MaxTimeMinutes))
+			warn("estimated %g minutes, above max_time_minutes (%g)", m, l.MaxTimeMinutes)
 		}
 	}
 	return out
