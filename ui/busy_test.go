@@ -40,3 +40,20 @@ func TestOtherMethodsRefused(t *testing.T) {
 		require.Equal(t, "GET, HEAD, POST", res.Header().Get("Allow"))
 	}
 }
+
+// TestUnknownRunPage: the page of a run the store does not have is an
+// HTML 404 with a way back, as a browser expects; the API's is JSON.
+func TestUnknownRunPage(t *testing.T) {
+	t.Parallel()
+	dbURL := stores[0].newURL(t)
+	_, runID := escalatedRun(t, dbURL)
+	h := newServer(t, dbURL, runID, nil).Handler()
+	res := do(t, h, "GET", "/runs/nope", nil, nil)
+	require.Equal(t, http.StatusNotFound, res.Code)
+	require.Equal(t, "text/html; charset=utf-8", res.Header().Get("Content-Type"))
+	require.Contains(t, res.Body.String(), `<a href="/">All runs</a>`)
+	require.Contains(t, res.Body.String(), "run nope")
+	res = do(t, h, "GET", "/api/runs/nope", nil, nil)
+	require.Equal(t, http.StatusNotFound, res.Code)
+	require.Equal(t, "application/json", res.Header().Get("Content-Type"))
+}

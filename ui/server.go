@@ -213,8 +213,26 @@ func (s *Server) runOf(r *http.Request) string {
 	return s.runID
 }
 
-// fail answers with err's status and message.
+// fail answers an API request with err's status and message as JSON.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := s.statusOf(r, err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+}
+
+// failPage answers a page request with err's status and message as a
+// page, with a way back to the list of runs.
+func (s *Server) failPage(w http.ResponseWriter, r *http.Request, err error) {
+	code := s.statusOf(r, err)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	msg := template.HTMLEscapeString(err.Error())
+	fmt.Fprintf(w, "<!doctype html><meta charset=\"utf-8\"><title>taskloom ui: %d</title><p>%s</p><p><a href=\"/\">All runs</a></p>\n", code, msg)
+}
+
+// statusOf is the HTTP status of err; a server error is logged.
+func (s *Server) statusOf(r *http.Request, err error) int {
 	code := http.StatusInternalServerError
 	var re *reviewError
 	switch {
@@ -229,9 +247,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code == http.StatusInternalServerError {
 		s.log.ErrorContext(r.Context(), "ui request failed", slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+	return code
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -302,11 +318,11 @@ func (s *Server) pageData(r *http.Request) (*pageData, error) {
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	d, err := s.pageData(r)
 	if err != nil {
-		s.fail(w, r, err)
+		s.failPage(w, r, err)
 		return
 	}
 	if d.Runs, err = s.store.Runs(r.Context()); err != nil {
-		s.fail(w, r, err)
+		s.failPage(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
