@@ -197,6 +197,8 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	stop()
 	for _, r := range runs {
 		_ = r.s.mcp.Close()
+		// The worktrees parked for the next attempts go with the worker.
+		r.p.Repo.ReleaseIdle(context.WithoutCancel(ctx))
 	}
 	return ctx.Err()
 }

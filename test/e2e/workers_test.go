@@ -189,6 +189,8 @@ func TestRemoteAndInProcessWorkers(t *testing.T) {
 	require.Equal(t, 130, ee.ExitCode(), "worker output:\n%s", remote.Stdout)
 	out := remote.Stdout.(*bytes.Buffer).String()
 	require.Contains(t, out, "taskloom worker stopped")
+	// It took the worktrees it parked for its next attempts with it.
+	require.NotContains(t, killGit(t, remote.Dir, "worktree", "list"), "_idle")
 	// It said what it did, an attempt a line as it started and ended.
 	require.Regexp(t, `(?m)^\d\d:\d\d:\d\d run `+runID+`: T[\w-]+ attempt 1: started$`, out)
 	require.Regexp(t, `(?m)^\d\d:\d\d:\d\d run `+runID+`: T[\w-]+ attempt 1: finished: .+$`, out)
