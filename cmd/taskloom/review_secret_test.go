@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -38,6 +39,15 @@ func TestStatusAfterEveryDecision(t *testing.T) {
 	code, out, errOut := reviewCLI(t, strings.NewReader(""), "status", runID, "--repo", repo)
 	require.Equal(t, exitOK, code, errOut)
 	require.Contains(t, out, "next: review the escalations with taskloom review "+runID)
+	// Paused, it works on nothing: no task is current.
+	code, out, errOut = reviewCLI(t, strings.NewReader(""), "status", runID, "--repo", repo, "--json")
+	require.Equal(t, exitOK, code, errOut)
+	var st struct {
+		Current []string `json:"current_task_ids"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &st), out)
+	require.Empty(t, st.Current)
+	require.Contains(t, out, `"current_task_ids": []`)
 
 	code, out, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T1", "--action", "skip")
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)

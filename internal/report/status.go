@@ -74,7 +74,7 @@ func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
 		RunID:          run.ID,
 		Status:         run.Status,
 		Tasks:          scheduler.Summarize(st.Tasks.Values()),
-		CurrentTaskIDs: currentTaskIDs(st),
+		CurrentTaskIDs: currentTaskIDs(st, run.Status),
 		Workers:        nodes.Workers(head),
 		Escalations:    []nodes.Escalation{},
 		NoChange:       append([]string{}, nodes.NoChangeTasks(st)...),
@@ -111,10 +111,16 @@ func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
 // finished (in progress, or pending a retry), then the other tasks in
 // progress, in plan order. A finished batch stays in the state after the
 // run moved on; its tasks are not current.
-func currentTaskIDs(st nodes.State) []string {
+func currentTaskIDs(st nodes.State, status string) []string {
 	ids := []string{}
 	seen := map[string]bool{}
-	for _, id := range st.Batch.Get() {
+	// A run that waits for a review or has ended works on no batch; the
+	// one it last selected is history.
+	var batch []string
+	if status == nodes.RunRunning || status == nodes.RunInterrupted {
+		batch = st.Batch.Get()
+	}
+	for _, id := range batch {
 		t, ok := st.Tasks.Get(id)
 		if !ok || seen[id] || (t.Status != planner.StatusInProgress && t.Status != planner.StatusPending) {
 			continue
