@@ -125,6 +125,10 @@ func testE2EReplan(t *testing.T, db []string) {
 	require.Contains(t, stdout, "kept     T3       blocked -> pending")
 	require.Contains(t, stdout, "continue with: taskloom resume "+id)
 	example := "$ taskloom replan " + id + " PRODUCT.md --apply\n" + stdout
+	// history names the replan's checkpoint, for resume --from.
+	code, hist, stderr := taskloom(t, append([]string{"history", id, "--repo", dir}, db...)...)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `(?m)^\d+\s.*replan: 2 kept, 1 changed \(T2\), 1 added \(T5\), 1 removed \(T4\)`, hist)
 
 	code, stdout, stderr = taskloom(t, append([]string{"resume", id, "--repo", dir}, db...)...)
 	require.Equal(t, 5, code, "resume ends partial: T4 was removed\nstdout:\n%s\nstderr:\n%s", stdout, stderr)

@@ -173,6 +173,12 @@ func summarizeStep(info graph.CheckpointInfo, prev, cur nodes.State, havePrev bo
 			e.Log = append(e.Log, en.Text)
 		}
 	}
+	for _, l := range e.Log {
+		if strings.HasPrefix(l, "replan: ") {
+			// A replan's checkpoint says so first: resume --from finds it.
+			parts = append(parts, l)
+		}
+	}
 	var planned []string
 	for _, t := range cur.Tasks.Values() {
 		old, ok := prev.Tasks.Get(t.ID)
