@@ -10,7 +10,9 @@
 //	revert_culprits -> build_verification
 //
 // task_breakdown turns PRODUCT.md into the plan (an explicit task list is
-// parsed, prose goes to the model). A plan with cycles escalates at once.
+// parsed, prose goes to the model). The tasks outside a dependency cycle
+// run first; once nothing else can run, select_task escalates each task of
+// the cycle with its path.
 //
 // select_task removes the worktrees of finished tries, propagates blocked
 // and skipped tasks, and picks the next task, or up to Workers available

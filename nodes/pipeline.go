@@ -228,24 +228,29 @@ func (p *Pipeline) breakdown(ctx context.Context, s State) (State, error) {
 	for _, w := range plan.Warnings {
 		u.Log.Add(p.entry("", "warning: %s", w))
 	}
-	if len(plan.Cycles) > 0 {
-		var escs []Escalation
-		seen := map[string]bool{}
-		// Each path names the file behind a file-based edge.
-		paths := planner.CyclePaths(plan.Tasks, plan.Cycles)
-		for k, c := range plan.Cycles {
-			path := paths[k]
-			for _, id := range c {
-				if !seen[id] {
-					seen[id] = true
-					escs = append(escs, Escalation{TaskID: id, Reason: ReasonCycle, Error: "dependency cycle " + path})
-				}
-			}
-			u.Log.Add(p.entry("", "dependency cycle %s", path))
-		}
-		u.Escalations.Set(escs)
+	// The tasks outside a cycle run first; select_task escalates the
+	// cycle's once nothing else can run.
+	_, paths := cycleEscalations(plan.Tasks, plan.Cycles)
+	for _, path := range paths {
+		u.Log.Add(p.entry("", "dependency cycle %s; the tasks outside it run first", path))
 	}
 	return u, nil
+}
+
+// cycleEscalations returns an escalation for each task of a dependency
+// cycle, by task ID, and each cycle's path, which names the file behind a
+// file-based edge.
+func cycleEscalations(tasks []planner.Task, cycles [][]string) (map[string]Escalation, []string) {
+	escs := map[string]Escalation{}
+	paths := planner.CyclePaths(tasks, cycles)
+	for k, c := range cycles {
+		for _, id := range c {
+			if _, seen := escs[id]; !seen {
+				escs[id] = Escalation{TaskID: id, Reason: ReasonCycle, Error: "dependency cycle " + paths[k]}
+			}
+		}
+	}
+	return escs, paths
 }
 
 func (p *Pipeline) breakdownRouter(_ context.Context, s State) (string, error) {
@@ -287,7 +292,12 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 		var dl *scheduler.DeadlockError
 		if errors.As(err, &dl) {
 			var escs []Escalation
+			inCycle, _ := cycleEscalations(tasks, s.Cycles.Get())
 			for _, st := range dl.Stuck {
+				if e, ok := inCycle[st.TaskID]; ok {
+					escs = append(escs, e)
+					continue
+				}
 				escs = append(escs, Escalation{TaskID: st.TaskID, Reason: ReasonDeadlock, Error: err.Error()})
 			}
 			u.Escalations.Set(escs)

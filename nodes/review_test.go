@@ -147,7 +147,36 @@ func TestApplyDecision(t *testing.T) {
 	require.Error(t, err)
 }
 
-// A plan with a dependency cycle escalates each task on it at once.
+// A plan with a dependency cycle runs the tasks outside it first, then
+// escalates each task on it.
+func TestBreakdownCycleRunsTheRestFirst(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	t1 := task("T1", "One", []string{"calc/one.go"}, "", "T2")
+	t2 := task("T2", "Two", []string{"calc/two.go"}, "", "T1")
+	t3 := task("T3", "Three", []string{"calc/three.go"}, "")
+	plan := planOf(t1, t2, t3)
+	plan.Cycles = [][]string{{"T1", "T2", "T1"}}
+	w := &fileWorker{script: map[string]map[string]string{"T3": {"calc/three.go": "package calc\n"}}}
+	p := newTestPipeline(t, dir, w, plan)
+	p.PlanFunc = func(context.Context) (*planner.Plan, error) {
+		return plan, &planner.CycleError{Cycles: plan.Cycles}
+	}
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, RunPaused, status)
+	require.Equal(t, []string{testRunID + "/T3/1"}, trailers(t, dir), "T3 ran and was integrated first: %s", logText(res.State))
+	var got []string
+	for _, p := range payloads(t, res) {
+		require.Equal(t, ReasonCycle, p.Reason)
+		require.Equal(t, "dependency cycle T1 -> T2 -> T1", p.Error)
+		got = append(got, p.TaskID)
+	}
+	require.Equal(t, []string{"T1", "T2"}, got)
+}
+
+// A plan with a dependency cycle and nothing outside it escalates each
+// task on it at once.
 func TestBreakdownCycleEscalates(t *testing.T) {
 	t.Parallel()
 	dir := newTestRepo(t, nil)
