@@ -247,6 +247,10 @@ func (m *Manager) ensureExcluded() error {
 type worktreeEntry struct {
 	path, head, branch string
 	prunable           bool
+	// unlock is the lock file that git worktree add leaves when it is
+	// killed while it adds the worktree: it guards nothing, and prune
+	// skips a locked worktree until it is removed.
+	unlock string
 }
 
 // worktrees lists the repository's worktrees as `git worktree list`
@@ -278,8 +282,12 @@ func (m *Manager) worktrees(context.Context) ([]worktreeEntry, error) {
 			dotGit := strings.TrimSpace(string(data))
 			w.path = filepath.Clean(strings.TrimSuffix(dotGit, string(filepath.Separator)+".git"))
 			if _, err := os.Stat(dotGit); err != nil {
-				_, lerr := os.Stat(filepath.Join(dir, "locked"))
+				lock := filepath.Join(dir, "locked")
+				reason, lerr := os.ReadFile(lock)
 				w.prunable = lerr != nil
+				if lerr == nil && strings.TrimSpace(string(reason)) == "initializing" {
+					w.prunable, w.unlock = true, lock
+				}
 			}
 		}
 		list = append(list, w)

@@ -95,9 +95,16 @@ func (m *Manager) CreateAt(ctx context.Context, run, taskID string, attempt int,
 	}
 	if !m.reuse(ctx, w) {
 		m.adminMu.Lock()
-		// The branch's reflog keeps its creation point, where Get finds the
-		// base again after a restart.
-		_, err = m.git(ctx, m.root, "-c", "core.logAllRefUpdates=true", "worktree", "add", "-q", "-b", w.Branch, w.Path, base)
+		if _, serr := os.Stat(filepath.Join(m.commonDir, "worktrees", filepath.Base(w.Path))); serr == nil {
+			// git has a record of this worktree but not its folder: a
+			// process killed while it added it left it, locked. Clear it.
+			err = m.pruneIfNeeded(ctx)
+		}
+		if err == nil {
+			// The branch's reflog keeps its creation point, where Get finds
+			// the base again after a restart.
+			_, err = m.git(ctx, m.root, "-c", "core.logAllRefUpdates=true", "worktree", "add", "-q", "-b", w.Branch, w.Path, base)
+		}
 		m.adminMu.Unlock()
 		if err != nil {
 			if _, statErr := os.Stat(w.Path); statErr == nil || m.branchExists(ctx, w.Branch) {
@@ -360,6 +367,13 @@ func (m *Manager) pruneIfNeeded(ctx context.Context) error {
 	}
 	if !slices.ContainsFunc(list, func(e worktreeEntry) bool { return e.prunable }) {
 		return nil
+	}
+	for _, e := range list {
+		if e.unlock != "" {
+			if err := os.Remove(e.unlock); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("unlock the half-added worktree %s: %w", e.path, err)
+			}
+		}
 	}
 	_, err = m.git(ctx, m.root, "worktree", "prune")
 	return err
