@@ -57,3 +57,20 @@ func TestUnknownRunPage(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, res.Code)
 	require.Equal(t, "application/json", res.Header().Get("Content-Type"))
 }
+
+// TestReviewNoteSecretNotEchoed: a key pasted into a note from the page is
+// neither recorded nor sent back. (It sets an environment variable, so it
+// does not run in parallel.)
+func TestReviewNoteSecretNotEchoed(t *testing.T) {
+	const secret = "tl-ui-s3cret-0123456789"
+	t.Setenv("TASKLOOM_TEST_UI_SECRET", secret)
+	dbURL := stores[0].newURL(t)
+	_, runID := escalatedRun(t, dbURL)
+	h := newServer(t, dbURL, runID, nil).Handler()
+	csrf := csrfOf(t, do(t, h, "GET", "/", nil, nil).Body.String())
+	res := do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"retry","note":"use `+secret+` here"}`), pageHeader(csrf))
+	require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+	require.NotContains(t, res.Body.String(), secret)
+	require.Contains(t, res.Body.String(), "use ")
+	require.NotContains(t, recordedAnswers(t, dbURL, runID)["T1"], secret)
+}

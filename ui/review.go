@@ -114,7 +114,8 @@ func (s *Server) review(ctx context.Context, runID string, req reviewRequest) (*
 		return nil, err
 	}
 	res := &reviewResult{Recorded: []recorded{}, Pending: []string{}, Resume: after.Resume, ResumeNow: after.ResumeNow}
-	d := nodes.Decision{Action: req.Action, Note: strings.TrimSpace(req.Note)}
+	// The answer shows the note as it was recorded.
+	d := nodes.Decision{Action: req.Action, Note: review.RedactNote(strings.TrimSpace(req.Note))}
 	for _, e := range snap.Escalations {
 		if d.Action == nodes.ActionAbort || e.TaskID == req.Task {
 			res.Recorded = append(res.Recorded, recorded{Task: e.TaskID, Decision: d})

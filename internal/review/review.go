@@ -156,6 +156,13 @@ func (rv *Review) Complete() bool {
 	return true
 }
 
+// RedactNote hides in a reviewer's note the values of this environment's
+// secrets (the variables a worker's commands do not get), as tool output
+// hides them.
+func RedactNote(note string) string {
+	return proc.NewRedactor(os.Environ(), proc.DefaultEnvAllow).Redact(note)
+}
+
 // Record stores the decisions with one Answer and prints them.
 func (rv *Review) Record(ctx context.Context, g *graph.Runnable[nodes.State], w io.Writer) error {
 	if len(rv.decisions) == 0 {
@@ -163,10 +170,9 @@ func (rv *Review) Record(ctx context.Context, g *graph.Runnable[nodes.State], w 
 	}
 	// A note goes to the store and into the retry's prompt: a secret
 	// pasted into it (a key from this environment) is not kept.
-	secrets := proc.NewRedactor(os.Environ(), proc.DefaultEnvAllow)
 	values := make(map[string]any, len(rv.decisions))
 	for id, d := range rv.decisions {
-		d.Note = secrets.Redact(d.Note)
+		d.Note = RedactNote(d.Note)
 		rv.decisions[id] = d
 		values[id] = d
 	}
