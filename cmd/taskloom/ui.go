@@ -63,8 +63,14 @@ func (o *uiOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error
 	if s.DBURL != session.DefaultDBURL(s.Repo) {
 		flags = append(flags, "--db", review.ShellQuote(config.RedactURL(s.DBURL)))
 	}
-	return ui.Serve(ctx, ui.Opts{Saver: s.Saver, Store: s.Store, RunID: run.ID, Addr: o.Addr, AllowRemote: o.AllowRemote,
+	err = ui.Serve(ctx, ui.Opts{Saver: s.Saver, Store: s.Store, RunID: run.ID, Addr: o.Addr, AllowRemote: o.AllowRemote,
 		ResumeFlags: flags, WorkersFunc: s.MarkWorkers, Logger: s.Logger}, func(url string) {
 		fmt.Fprintf(w, "taskloom ui: run %s at %s (Ctrl-C to stop)\n", run.ID, url)
 	})
+	if err == nil && ctx.Err() != nil {
+		// Stopped by the user, as a run or a worker is.
+		fmt.Fprintln(w, "taskloom ui stopped")
+		return withCode(exitInterrupted, nil)
+	}
+	return err
 }

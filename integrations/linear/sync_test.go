@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/integrations/linear"
 	"github.com/taskloom/taskloom/integrations/linear/lineartest"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 )
@@ -38,7 +38,7 @@ func tasks(status planner.Status, ids ...string) []planner.Task {
 func TestFiveTasksEndCompletedAcrossAnOutage(t *testing.T) {
 	t.Parallel()
 	f := lineartest.New(t, lineartest.Opts{Key: testKey})
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	newSyncer := func() *linear.Syncer {
 		s := linear.NewSyncer(linear.SyncOpts{Client: linear.NewClient(f.URL, testKey), TeamID: lineartest.TeamID, Project: true,
@@ -92,24 +92,6 @@ func TestFiveTasksEndCompletedAcrossAnOutage(t *testing.T) {
 	}
 	require.NotContains(t, logs.String(), testKey)
 	require.NotContains(t, strings.Join(f.Bodies(), "\n"), testKey)
-}
-
-// lockedBuffer is a log the sync's goroutine writes while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Skipped tasks end canceled.
