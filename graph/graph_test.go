@@ -485,7 +485,11 @@ func TestNodePanicBecomesError(t *testing.T) {
 	var nerr *graph.NodeError
 	require.ErrorAs(t, err, &nerr)
 	require.Equal(t, "boom", nerr.Node)
-	require.ErrorContains(t, err, "panic: kaboom")
+	require.EqualError(t, err, "node boom: panic: kaboom", "one line; the stack is apart")
+	var perr *graph.PanicError
+	require.ErrorAs(t, err, &perr)
+	require.Equal(t, "kaboom", perr.Value)
+	require.Contains(t, string(perr.Stack), "graph_test.go", "the stack names where it panicked")
 }
 
 func TestSerializationErrorNamesPath(t *testing.T) {

@@ -101,6 +101,16 @@ func (e *NodeError) Error() string { return fmt.Sprintf("node %s: %v", e.Node, e
 // Unwrap returns the node's error.
 func (e *NodeError) Unwrap() error { return e.Err }
 
+// PanicError is a node's panic turned into its error. Its message is one
+// line, fit for a log or a terminal; the stack is kept apart, for a crash
+// report.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
 // ErrNoSaver means an operation needs a checkpoint saver.
 var ErrNoSaver = errors.New("graph: this operation needs a checkpoint saver")
 
@@ -1152,7 +1162,7 @@ func (t *thread[S]) runTask(ctx context.Context, step int64, idx int, res *taskR
 func callNode[S any](ctx context.Context, n *node[S], s *S, in *taskInput, update *S) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			err = &PanicError{Value: p, Stack: debug.Stack()}
 		}
 	}()
 	if n.plain != nil {

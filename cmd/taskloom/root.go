@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/session"
 )
@@ -139,7 +140,19 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err == nil {
 		return exitOK
 	}
-	code = exitError
+	return reportError(err, stderr)
+}
+
+// reportError prints the line a failed command ends with and returns its exit
+// code. A panic that the graph runtime caught in a node is reported as
+// one caught here is: one line, its stack in a crash file.
+func reportError(err error, stderr io.Writer) int {
+	var perr *graph.PanicError
+	if errors.As(err, &perr) {
+		fmt.Fprintf(stderr, "taskloom: internal error: %v; %s\n", err, writeCrash(perr.Value, perr.Stack))
+		return exitError
+	}
+	code := exitError
 	var ce *exitCodeError
 	if errors.As(err, &ce) {
 		code = ce.code

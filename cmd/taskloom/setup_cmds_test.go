@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/graph"
 )
 
 func TestVersion(t *testing.T) {
@@ -45,6 +48,24 @@ func TestPanicIsOneLine(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(data), "panic: boom")
 	require.Contains(t, string(data), "goroutine ")
+}
+
+// A panic the graph runtime caught in a node, wrapped on its way up, is
+// reported as one caught by Execute: one line, the stack in a crash file.
+func TestNodePanicIsOneLine(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	stack := []byte("goroutine 7 [running]:\nnodes.(*Pipeline).verify(...)\n")
+	err := fmt.Errorf("run R1: %w", &graph.NodeError{Node: "verify_task", Err: &graph.PanicError{Value: "nil map", Stack: stack}})
+	var stderr bytes.Buffer
+	require.Equal(t, exitError, reportError(err, &stderr))
+	line := stderr.String()
+	require.Equal(t, 1, strings.Count(line, "\n"), "one line: %q", line)
+	prefix := "taskloom: internal error: run R1: node verify_task: panic: nil map; crash report: "
+	require.True(t, strings.HasPrefix(line, prefix), line)
+	data, rerr := os.ReadFile(strings.TrimSuffix(strings.TrimPrefix(line, prefix), " (please attach it to a bug report)\n"))
+	require.NoError(t, rerr)
+	require.Contains(t, string(data), "panic: nil map")
+	require.Contains(t, string(data), string(stack))
 }
 
 // TestGoInstallVersion installs taskloom as the README says, into a temp
