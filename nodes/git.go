@@ -11,9 +11,10 @@ import (
 	"github.com/taskloom/taskloom/worktree"
 )
 
-// gitOutput runs git in dir and returns its standard output.
+// gitOutput runs git in dir, the top of a worktree, and returns its
+// standard output.
 func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
-	res, err := proc.Run(ctx, proc.Cmd{Args: append([]string{"git"}, args...), Dir: dir, Env: worktree.GitEnv()})
+	res, err := proc.Run(ctx, proc.Cmd{Args: append([]string{"git"}, args...), Dir: dir, Env: worktree.GitEnvAt(dir)})
 	if err != nil {
 		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/taskloom/taskloom/internal/proc"
@@ -66,6 +67,19 @@ func baseEnv(name, email string) []string {
 // a Manager: this process's, reduced to what git needs.
 func GitEnv() []string {
 	return proc.ReduceEnv(os.Environ(), gitEnvAllow, "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=:")
+}
+
+// GitEnvAt is GitEnv for a command in the worktree or repository whose top
+// is dir: git may not look for a repository above dir. In a worktree whose
+// .git a worker deleted, it would find the user's, which contains it.
+func GitEnvAt(dir string) []string {
+	top, err := filepath.Abs(dir)
+	if err == nil {
+		if real, err := filepath.EvalSymlinks(top); err == nil {
+			top = real
+		}
+	}
+	return append(GitEnv(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(top))
 }
 
 // run runs git and returns its stdout.
