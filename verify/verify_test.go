@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -420,38 +419,6 @@ func TestTrimHeadTail(t *testing.T) {
 	})
 }
 
-// processExits waits up to within for pid to exit (to be a zombie or
-// gone), on a pidfd: it is woken by the exit, not by polling.
-func processExits(t *testing.T, pid int, within time.Duration) bool {
-	t.Helper()
-	const sysPidfdOpen = 434 // the same number on every Linux architecture
-	fd, _, errno := syscall.Syscall(sysPidfdOpen, uintptr(pid), 0, 0)
-	switch {
-	case errno == syscall.ESRCH:
-		return true
-	case errno != 0:
-		t.Logf("pidfd_open: %v; checking /proc once", errno)
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		return i >= 0 && len(b) > i+2 && (b[i+2] == 'Z' || b[i+2] == 'X')
-	}
-	defer syscall.Close(int(fd))
-	tv := syscall.NsecToTimeval(within.Nanoseconds())
-	for {
-		var set syscall.FdSet
-		set.Bits[fd/64] |= 1 << (fd % 64)
-		n, err := syscall.Select(int(fd)+1, &set, nil, nil, &tv) // Linux updates tv
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		require.NoError(t, err)
-		return n == 1
-	}
-}
-
 func TestRunKillsTheProcessGroup(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -467,8 +434,7 @@ func TestRunKillsTheProcessGroup(t *testing.T) {
 	require.NoError(t, err)
 	// On a busy machine the PID may already belong to another process:
 	// only a process that is still our "sleep 60" counts as alive.
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if string(cmdline) != "sleep\x0060\x00" {
+	if processArgs(t, pid) != "sleep 60" {
 		return
 	}
 	require.True(t, processExits(t, pid, 10*time.Second), "the background child %d was killed with its group", pid)
