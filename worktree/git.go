@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/taskloom/taskloom/internal/proc"
 )
@@ -41,6 +42,8 @@ type gitCmd struct {
 	args  []string
 	env   []string // added to the manager's environment
 	stdin string
+	// timeout bounds the command; 0 means only ctx does.
+	timeout time.Duration
 }
 
 // gitEnvAllow lists what taskloom's own git commands keep of the
@@ -84,7 +87,7 @@ func GitEnvAt(dir string) []string {
 
 // run runs git and returns its stdout.
 func (m *Manager) run(ctx context.Context, c gitCmd) (string, error) {
-	cmd := proc.Cmd{Args: append([]string{"git"}, c.args...), Dir: c.dir, Env: append(m.env[:len(m.env):len(m.env)], c.env...)}
+	cmd := proc.Cmd{Args: append([]string{"git"}, c.args...), Dir: c.dir, Env: append(m.env[:len(m.env):len(m.env)], c.env...), Timeout: c.timeout}
 	if c.stdin != "" {
 		cmd.Stdin = strings.NewReader(c.stdin)
 	}
@@ -95,6 +98,9 @@ func (m *Manager) run(ctx context.Context, c gitCmd) (string, error) {
 		}
 		return "", fmt.Errorf("run git: %w", err)
 	}
+	if res.TimedOut {
+		return "", fmt.Errorf("git %s: no answer in %s: %w", c.args[0], c.timeout, proc.ErrTimeout)
+	}
 	if res.ExitCode != 0 {
 		return res.Stdout, &gitError{args: c.args, code: res.ExitCode, stderr: res.Stderr}
 	}
@@ -104,6 +110,13 @@ func (m *Manager) run(ctx context.Context, c gitCmd) (string, error) {
 // git runs git in dir and returns its stdout without the trailing newline.
 func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, error) {
 	out, err := m.run(ctx, gitCmd{dir: dir, args: args})
+	return strings.TrimSuffix(out, "\n"), err
+}
+
+// remoteGit is git for a command that talks to a remote, bounded by the
+// manager's remote timeout.
+func (m *Manager) remoteGit(ctx context.Context, args ...string) (string, error) {
+	out, err := m.run(ctx, gitCmd{dir: m.root, args: args, timeout: m.remoteTimeout})
 	return strings.TrimSuffix(out, "\n"), err
 }
 

@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,6 +78,10 @@ type Opts struct {
 	// during an attempt was then moved by someone else (the user), and
 	// Restore leaves it as it is rather than undo the user's change.
 	ConfinedRefs bool
+	// RemoteTimeout bounds one git command that talks to a remote (push,
+	// fetch, ls-remote): a remote that stops answering fails the command
+	// rather than hang the run. Default: 10 minutes.
+	RemoteTimeout time.Duration
 }
 
 // Manager creates, commits, integrates and removes the worktrees of task
@@ -101,8 +106,9 @@ type Manager struct {
 	idle    []string
 	idleSeq int
 
-	branches     sync.Map // attempt worktree path -> its branch
-	confinedRefs bool
+	branches      sync.Map // attempt worktree path -> its branch
+	confinedRefs  bool
+	remoteTimeout time.Duration
 
 	integrateMu sync.Mutex // serializes Integrate; guards the fields below
 	integrated  map[string]string
@@ -118,10 +124,11 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 		opts = &Opts{}
 	}
 	m := &Manager{
-		include:      opts.Include,
-		confinedRefs: opts.ConfinedRefs,
-		logger:       opts.Logger,
-		integrated:   make(map[string]string),
+		include:       opts.Include,
+		confinedRefs:  opts.ConfinedRefs,
+		remoteTimeout: cmp.Or(opts.RemoteTimeout, 10*time.Minute),
+		logger:        opts.Logger,
+		integrated:    make(map[string]string),
 	}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)

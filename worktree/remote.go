@@ -32,7 +32,7 @@ func (m *Manager) HasRemote(ctx context.Context, name string) bool {
 // Push sets ref on the remote to the commit sha, whatever it was before:
 // a retried attempt replaces what an abandoned one left there.
 func (m *Manager) Push(ctx context.Context, remote, sha, ref string) error {
-	if _, err := m.git(ctx, m.root, "push", "-q", "--no-verify", remote, "+"+sha+":"+ref); err != nil {
+	if _, err := m.remoteGit(ctx, "push", "-q", "--no-verify", remote, "+"+sha+":"+ref); err != nil {
 		return fmt.Errorf("push %s to %s: %w", ref, remote, err)
 	}
 	return nil
@@ -47,7 +47,7 @@ func (m *Manager) Fetch(ctx context.Context, remote, ref, run string) (string, e
 		return "", fmt.Errorf("fetch %s: %q is not a run ID", ref, run)
 	}
 	scratch := fmt.Sprintf("refs/heads/%s%s/fetch-%d-%d", branchPrefix, run, os.Getpid(), fetchSeq.Add(1))
-	if _, err := m.git(ctx, m.root, "fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+scratch); err != nil {
+	if _, err := m.remoteGit(ctx, "fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+scratch); err != nil {
 		return "", fmt.Errorf("fetch %s from %s: %w", ref, remote, err)
 	}
 	sha, err := m.git(ctx, m.root, "rev-parse", "-q", "--verify", scratch+"^{commit}")
@@ -68,7 +68,7 @@ func (m *Manager) DropRemote(ctx context.Context, remote, run string) (int, erro
 	if !validID(run) {
 		return 0, fmt.Errorf("drop the remote refs of run %q: not a run ID", run)
 	}
-	out, err := m.git(ctx, m.root, "ls-remote", "--refs", remote, "refs/taskloom/bases/"+run+"/*", keptPrefix+run+"/*")
+	out, err := m.remoteGit(ctx, "ls-remote", "--refs", remote, "refs/taskloom/bases/"+run+"/*", keptPrefix+run+"/*")
 	if err != nil {
 		return 0, fmt.Errorf("list the refs of run %s on %s: %w", run, remote, err)
 	}
@@ -82,7 +82,7 @@ func (m *Manager) DropRemote(ctx context.Context, remote, run string) (int, erro
 	if n == 0 {
 		return 0, nil
 	}
-	if _, err := m.git(ctx, m.root, args...); err != nil {
+	if _, err := m.remoteGit(ctx, args...); err != nil {
 		return 0, fmt.Errorf("delete the refs of run %s on %s: %w", run, remote, err)
 	}
 	return n, nil

@@ -1,0 +1,50 @@
+package worktree_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/worktree"
+)
+
+// A remote that stops answering fails the push, the fetch and the
+// clean-up after the remote timeout, each in one line, instead of hanging
+// the run; a remote that answers is unaffected.
+func TestRemoteThatStopsAnsweringTimesOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"README.md": "hello\n"})
+	bare := filepath.Join(t.TempDir(), "shared.git")
+	gitT(t, repo, "init", "-q", "--bare", bare)
+	gitT(t, repo, "remote", "add", "origin", bare)
+	gitT(t, repo, "remote", "add", "stalled", bare)
+	// Over a local path, git starts these programs through the shell.
+	gitT(t, repo, "config", "remote.stalled.receivepack", "sleep 60; git-receive-pack")
+	gitT(t, repo, "config", "remote.stalled.uploadpack", "sleep 60; git-upload-pack")
+	m := open(t, repo, &worktree.Opts{RemoteTimeout: 500 * time.Millisecond})
+	head := strings.TrimSpace(gitT(t, repo, "rev-parse", "HEAD"))
+	base := worktree.BaseRef("r1", "T1", 1)
+
+	require.NoError(t, m.Push(ctx, "origin", head, base))
+	got, err := m.Fetch(ctx, "origin", base, "r1")
+	require.NoError(t, err)
+	require.Equal(t, head, got)
+
+	err = m.Push(ctx, "stalled", head, base)
+	require.ErrorIs(t, err, proc.ErrTimeout)
+	require.EqualError(t, err, "push "+base+" to stalled: git push: no answer in 500ms: command timed out")
+	_, err = m.Fetch(ctx, "stalled", base, "r1")
+	require.ErrorIs(t, err, proc.ErrTimeout)
+	_, err = m.DropRemote(ctx, "stalled", "r1")
+	require.ErrorIs(t, err, proc.ErrTimeout)
+
+	n, err := m.DropRemote(ctx, "origin", "r1")
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
