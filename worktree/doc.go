@@ -1,5 +1,5 @@
 // Package worktree gives each task attempt its own git worktree and brings
-// verified attempts back onto the main branch exactly once (SPEC §5).
+// verified attempts back onto the main branch exactly once.
 //
 // Every write goes through the git command line (worktree, add, commit,
 // merge-tree, commit-tree, update-ref, merge); nothing here writes the
