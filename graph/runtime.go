@@ -352,7 +352,7 @@ func (t *thread[S]) startRenewal(lost context.CancelCauseFunc) {
 	r, ttl := t.r, t.r.opts.LeaseTTL
 	giveUp := func(e *LeaseLostError) {
 		t.lost.Store(true)
-		r.log.Error("lease lost", slog.String("thread_id", t.id), slog.String("error", e.Error()))
+		r.log.ErrorContext(ctx, "lease lost", slog.String("thread_id", t.id), slog.String("error", e.Error()))
 		if lost != nil {
 			lost(e)
 		}
@@ -394,7 +394,7 @@ func (t *thread[S]) startRenewal(lost context.CancelCauseFunc) {
 			case err == nil:
 				renewed, wait = r.clock.Now(), ttl/3
 			default:
-				r.log.Warn("lease renewal failed; retrying", slog.String("thread_id", t.id), slog.Any("error", err))
+				r.log.WarnContext(ctx, "lease renewal failed; retrying", slog.String("thread_id", t.id), slog.Any("error", err))
 				if !r.clock.Now().Before(renewed.Add(ttl)) {
 					giveUp(&LeaseLostError{ThreadID: t.id, Err: err})
 					return
