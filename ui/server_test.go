@@ -157,7 +157,7 @@ func TestPageAndAPI(t *testing.T) {
 		require.Equal(t, 1, a.Attempt)
 		require.Contains(t, a.Diff, "+bad notes")
 		require.Contains(t, a.TestOutput, "bad notes", "the verify command prints the files")
-		require.Contains(t, a.Tests, "exit code 1")
+		require.Equal(t, "failed, exit code 1", a.Tests, "summed up as taskloom review sums it up")
 		require.NotEmpty(t, a.Error)
 		require.NotEmpty(t, a.Conversation, "the attempt's conversation from the histories")
 		require.Equal(t, "write_to_file", a.Conversation[0].Messages[firstTool(a.Conversation[0].Messages)].Tool)

@@ -10,11 +10,11 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/review"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
-	"github.com/taskloom/taskloom/verify"
 )
 
 // StatusEscalated is the status the page shows for a task that waits for a
@@ -249,7 +249,7 @@ func (s *Server) detail(ctx context.Context, snap *snapshot, taskID string) (*ta
 			av.Error = a.ProviderError
 		}
 		if a.Tests != nil {
-			av.Passed, av.TestOutput, av.Tests = a.Tests.Passed, a.Tests.Output, testSummary(*a.Tests)
+			av.Passed, av.TestOutput, av.Tests = a.Tests.Passed, a.Tests.Output, review.TestSummary(*a.Tests)
 		}
 		d.Attempts = append(d.Attempts, av)
 	}
@@ -299,22 +299,4 @@ func cut(s string, n int) string {
 		return s
 	}
 	return s[:n] + fmt.Sprintf("\n… %d more bytes", len(s)-n)
-}
-
-// testSummary sums up a verification for the page: passed or how many
-// failed, with the runner and its exit code.
-func testSummary(v verify.Verdict) string {
-	out := "failed"
-	switch {
-	case v.Passed:
-		out = "passed"
-	case v.TimedOut:
-		out = "timed out"
-	case v.Failed > 0:
-		out = fmt.Sprintf("%d of %d failed", v.Failed, max(v.Total, v.Failed))
-	}
-	if r := v.Runner(); r != "" && r != "exit code" {
-		out += ", " + r
-	}
-	return fmt.Sprintf("%s, exit code %d", out, v.ExitCode)
 }

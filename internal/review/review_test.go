@@ -34,7 +34,7 @@ func TestReviewInteractiveViewAll(t *testing.T) {
 
 func TestReviewShowOne(t *testing.T) {
 	t.Parallel()
-	failing := verify.Verdict{ExitCode: 1, Format: "gotest", Total: 4, Failed: 1,
+	failing := verify.Verdict{ExitCode: 1, Format: verify.FormatGoJSON, Total: 4, Failed: 1,
 		Failures: []verify.Failure{{Name: "TestAdd", Package: "example/a", Output: "a_test.go:9: got 3, want 4"}},
 		Output:   "=== RUN   TestAdd\n    a_test.go:9: got 3, want 4\n--- FAIL: TestAdd (0.00s)\nFAIL\texample/a\t0.01s"}
 	failing.Output += strings.Repeat("\nmore output", 40)
@@ -56,7 +56,7 @@ func TestReviewShowOne(t *testing.T) {
 		// its first 2.
 		want: []string{"== [1/1] T1 — Add\n", "reason:   max attempts reached\n", "attempt:  5, the last (3 of max_attempts 3 failed, status failed)\n",
 			"ref:      refs/taskloom/attempts/r1/T1/5\n", "diff:     git show refs/taskloom/attempts/r1/T1/5\n",
-			"tests:    1 of 4 failed, gotest, exit code 1\n", "error:\n  │ 1 of 4 tests failed", "--- FAIL: TestAdd (example/a)",
+			"tests:    1 of 4 failed, go test, exit code 1\n", "error:\n  │ 1 of 4 tests failed", "--- FAIL: TestAdd (example/a)",
 			"diff of attempt 5:\n  │ +x\n", "test output:\n  │ === RUN   TestAdd\n", "  … 19 more line(s) cut\n"},
 		cut: true,
 	}, {
@@ -73,9 +73,9 @@ func TestReviewShowOne(t *testing.T) {
 		name: "conflict",
 		e: Escalation{
 			payload: nodes.EscalationPayload{TaskID: "T3", Title: "Merge", Reason: nodes.ReasonConflict, Error: "merge conflict with main in a.go", Attempts: 3, Attempt: "T3/3"},
-			attempt: &nodes.Attempt{TaskID: "T3", Attempt: 3, Conflicts: []string{"a.go", "b.go"}, Diff: "+y", Tests: &verify.Verdict{Passed: true, Format: "exit-code"}},
+			attempt: &nodes.Attempt{TaskID: "T3", Attempt: 3, Conflicts: []string{"a.go", "b.go"}, Diff: "+y", Tests: &verify.Verdict{Passed: true, Format: verify.FormatExitCode}},
 		},
-		want: []string{"reason:   merge conflict that persists after retries\n", "attempt:  3, the last\n", "tests:    passed, exit-code, exit code 0\n", "conflicting files:\n  │ a.go\n  │ b.go\n"},
+		want: []string{"reason:   merge conflict that persists after retries\n", "attempt:  3, the last\n", "tests:    passed, exit code 0\n", "conflicting files:\n  │ a.go\n  │ b.go\n"},
 	}, {
 		name: "cycle without attempt",
 		e: Escalation{
@@ -97,5 +97,22 @@ func TestReviewShowOne(t *testing.T) {
 			}
 			require.Equal(t, tc.cut, cut, "got:\n%s", b.String())
 		})
+	}
+}
+
+func TestTestSummary(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		v    verify.Verdict
+		want string
+	}{
+		{verify.Verdict{Passed: true, Format: verify.FormatGoJSON, Total: 3}, "passed, go test, exit code 0"},
+		{verify.Verdict{Passed: true, Format: verify.FormatExitCode}, "passed, exit code 0"},
+		{verify.Verdict{ExitCode: 1, Format: verify.FormatPytestJUnit, Total: 4, Failed: 2}, "2 of 4 failed, pytest, exit code 1"},
+		{verify.Verdict{ExitCode: -1, TimedOut: true, Format: verify.FormatExitCode}, "timed out, exit code -1"},
+		{verify.Verdict{ExitCode: 0, Format: verify.FormatGoJSON + "+" + verify.FormatJestJSON, MissingFiles: []string{"a.go", "b.go"}},
+			"failed, go test+jest, exit code 0, missing a.go, b.go"},
+	} {
+		require.Equal(t, tc.want, TestSummary(tc.v))
 	}
 }

@@ -36,25 +36,28 @@ func reasonText(reason string) string {
 	return reason
 }
 
-// testSummary sums up a verification in one line.
-func testSummary(r verify.Verdict) string {
+// TestSummary sums up a verification in one line, for the terminal and
+// the web page alike: passed, timed out or how many failed; the runner
+// whose report was read, when there was one; the exit code; and the files
+// to create that are missing.
+func TestSummary(v verify.Verdict) string {
 	var parts []string
 	switch {
-	case r.Passed:
+	case v.Passed:
 		parts = append(parts, "passed")
-	case r.TimedOut:
+	case v.TimedOut:
 		parts = append(parts, "timed out")
-	case r.Failed > 0:
-		parts = append(parts, fmt.Sprintf("%d of %d failed", r.Failed, max(r.Total, r.Failed)))
+	case v.Failed > 0:
+		parts = append(parts, fmt.Sprintf("%d of %d failed", v.Failed, max(v.Total, v.Failed)))
 	default:
 		parts = append(parts, "failed")
 	}
-	if r.Format != "" {
-		parts = append(parts, r.Format)
+	if r := v.Runner(); r != "" && r != "exit code" {
+		parts = append(parts, r)
 	}
-	parts = append(parts, fmt.Sprintf("exit code %d", r.ExitCode))
-	if len(r.MissingFiles) > 0 {
-		parts = append(parts, "missing "+strings.Join(r.MissingFiles, ", "))
+	parts = append(parts, fmt.Sprintf("exit code %d", v.ExitCode))
+	if len(v.MissingFiles) > 0 {
+		parts = append(parts, "missing "+strings.Join(v.MissingFiles, ", "))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -159,7 +162,7 @@ func (rv *Review) showOne(w io.Writer, e Escalation, i, n int, full bool) bool {
 		fmt.Fprintf(w, "attempt:  none yet%s\n", about)
 	}
 	if e.attempt != nil && e.attempt.Tests != nil {
-		fmt.Fprintf(w, "tests:    %s\n", testSummary(*e.attempt.Tests))
+		fmt.Fprintf(w, "tests:    %s\n", TestSummary(*e.attempt.Tests))
 	}
 	cut := false
 	for _, s := range e.sections() {
