@@ -146,29 +146,6 @@ func TestBuildBrokenBeforeTheRunFails(t *testing.T) {
 	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the try stays integrated")
 }
 
-// A task main fast-forwards to is built in its own worktree, which holds
-// main's new tree already: no worktree of main is checked out for it. The
-// build command still runs, and a failing one is still caught on main
-// (TestBuildBrokenBeforeTheRunFails).
-func TestBuildAfterAFastForwardRunsInTheAttemptsWorktree(t *testing.T) {
-	t.Parallel()
-	dir := newTestRepo(t, nil)
-	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo}, "T2": {"calc/sub.go": subGo}}}
-	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, ""), task("T2", "Sub", []string{"calc/sub.go"}, "")))
-	p.BuildCommand = []string{"go", "vet", "./..."}
-	h := newHarness(t, dir, p, storetest.NewMemory(t))
-	res, status := h.start()
-	require.Equal(t, RunCompleted, status, logText(res.State))
-	log := logText(res.State)
-	for _, id := range []string{"T1", "T2"} {
-		a, _ := res.State.Attempts.Get(id + "/1")
-		require.Contains(t, log, "build verification passed on main at "+short(a.Integrated)+" (built in "+id+"'s worktree: main fast-forwarded to it)")
-	}
-	require.Zero(t, res.State.Builds.Get(), "main was never checked out to be built")
-	require.Equal(t, res.State.Head.Get(), res.State.Verified.Get())
-	require.Contains(t, log, "build verification passed on main (its head ")
-}
-
 // Without a build or verify command, build verification has nothing to
 // run and passes.
 func TestBuildWithoutCommands(t *testing.T) {

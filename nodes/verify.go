@@ -163,8 +163,7 @@ func (p *Pipeline) failAttempt(ctx context.Context, u *State, tasks []planner.Ta
 // order. A conflict fails the attempt with the conflicting files. The
 // attempts integrated wait in the queue for build_verification, unless
 // the only one was a fast-forward: the branch's tree is then the very
-// tree its tests passed on, and the build command, if any, runs in the
-// attempt's worktree, which holds that tree already.
+// tree its tests passed on.
 func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 	var u State
 	tasks := tasksOf(s)
@@ -173,9 +172,7 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 	head := s.Head.Get()
 	queue := s.Queue.Get()
 	var integrated []string
-	// ffWt is the worktree of the attempt main last fast-forwarded to,
-	// while main's head is still its commit.
-	var ffWt *worktree.Worktree
+	fastForward := false
 	for _, id := range s.Batch.Get() {
 		key := attemptKey(id, nextAttempt(s, id)-1)
 		rec, ok := s.Attempts.Get(key)
@@ -186,9 +183,10 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 		wt, err := p.Repo.Get(ctx, s.RunID.Get(), id, rec.Attempt)
 		var sha string
 		var conflicts []string
-		var ff bool
 		if err == nil {
+			var ff bool
 			sha, conflicts, ff, err = p.integrate(ctx, wt, head)
+			fastForward = ff
 		}
 		var failure, reason string
 		switch {
@@ -209,10 +207,6 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 			continue
 		}
 		rec.Integrated, head = sha, sha
-		ffWt = nil
-		if ff {
-			ffWt = wt
-		}
 		if tasks, err = scheduler.Pass(tasks, id); err != nil {
 			return u, err
 		}
@@ -228,32 +222,13 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 	if head != s.Head.Get() {
 		u.Head.Set(head)
 	}
-	if len(integrated) == 0 {
-		return u, nil
-	}
-	if len(integrated) == 1 && len(queue) == 0 && ffWt != nil && p.buildInPlace(ctx, &u, ffWt, head) {
+	switch {
+	case len(integrated) == 1 && len(queue) == 0 && fastForward && len(p.BuildCommand) == 0:
 		u.Verified.Set(head)
-		return u, nil
+	case len(integrated) > 0:
+		u.Queue.Set(append(append([]string(nil), queue...), integrated...))
 	}
-	u.Queue.Set(append(append([]string(nil), queue...), integrated...))
 	return u, nil
-}
-
-// buildInPlace runs the build command in wt, the worktree of the attempt
-// main fast-forwarded to, and reports whether it passed; with no build
-// command there is nothing to run. The tests passed on this tree already.
-// A build that fails, or cannot run, is left to build_verification, which
-// builds main in a worktree of its own and bisects.
-func (p *Pipeline) buildInPlace(ctx context.Context, u *State, wt *worktree.Worktree, head string) bool {
-	if len(p.BuildCommand) == 0 {
-		return true
-	}
-	v, err := verify.Run(ctx, wt.Path, verify.Spec{Command: p.BuildCommand}, p.VerifyOpts)
-	if err != nil || !v.Passed {
-		return false
-	}
-	u.Log.Add(p.entry("", "build verification passed on main at %s (built in %s's worktree: main fast-forwarded to it)", short(head), wt.TaskID))
-	return true
 }
 
 // integrate applies an attempt to main exactly once. It returns the
