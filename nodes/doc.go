@@ -46,8 +46,7 @@
 //
 // build_verification is a merge queue: after each batch it integrated, it
 // runs the build and the tests once on the target branch's head (a single
-// fast-forwarded try was tested on that very tree and skips it: its build
-// runs in its own worktree, and only a failing build comes here), and once
+// fast-forwarded try was tested on that very tree and skips it), and once
 // more when every task is done unless that head passed already. When the
 // branch fails it bisects over the batch's tries, building the branch as
 // it was after the first k of them, in about log2(n) builds, to find the
