@@ -76,8 +76,8 @@ func (s *Server) review(ctx context.Context, runID string, req reviewRequest) (*
 	if !slices.Contains(review.Actions, req.Action) {
 		return nil, refuse(http.StatusBadRequest, "action %q: want fixed, retry, skip or abort", req.Action)
 	}
-	if strings.TrimSpace(req.Note) != "" && req.Action != nodes.ActionRetry {
-		return nil, refuse(http.StatusBadRequest, "a note goes with retry only")
+	if err := review.CheckNote(req.Action, req.Note); err != nil {
+		return nil, refuse(http.StatusBadRequest, "%v", err)
 	}
 	snap, err := s.load(ctx, runID)
 	if err != nil {

@@ -272,6 +272,9 @@ func TestAccessRules(t *testing.T) {
 		// A bad decision is refused by the same rules as taskloom review.
 		res := do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"explode"}`), pageHeader(csrf))
 		require.Equal(t, http.StatusBadRequest, res.Code, res.Body.String())
+		res = do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"skip","note":"x"}`), pageHeader(csrf))
+		require.Equal(t, http.StatusBadRequest, res.Code, res.Body.String())
+		require.JSONEq(t, `{"error":"a note goes with retry only"}`, res.Body.String())
 		res = do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T2","action":"skip"}`), pageHeader(csrf))
 		require.Equal(t, http.StatusNotFound, res.Code, res.Body.String())
 		require.Empty(t, recordedAnswers(t, dbURL, runID))

@@ -233,6 +233,12 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 			require.Equal(t, exitError, code)
 			require.Contains(t, errOut, "run r-missing not found")
 
+			// A note is for a retry's worker: with skip it is refused, as
+			// a usage error, and nothing is recorded.
+			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip", "--note", "x")
+			require.Equal(t, exitUsage, code)
+			require.Equal(t, "taskloom: a note goes with retry only\n", errOut)
+
 			// Only T1 is escalated, so --task may be left out.
 			code, out, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
 			require.Equal(t, exitOK, code, "stderr: %s", errOut)

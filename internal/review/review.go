@@ -109,8 +109,21 @@ func (rv *Review) Select(ids []string) ([]Escalation, error) {
 	return out, nil
 }
 
+// CheckNote refuses a note with any action but retry, with a UsageError:
+// only a retry has a next attempt whose worker reads the note, so a note
+// with another action would be stored and never read.
+func CheckNote(action, note string) error {
+	if strings.TrimSpace(note) != "" && action != nodes.ActionRetry {
+		return UsageError("a note goes with retry only")
+	}
+	return nil
+}
+
 // DecideFromFlags takes the decision of --action for the selected tasks.
 func (rv *Review) DecideFromFlags(selected []Escalation, ids []string, action, note string) error {
+	if err := CheckNote(action, note); err != nil {
+		return err
+	}
 	d := nodes.Decision{Action: action, Note: strings.TrimSpace(note)}
 	if action == nodes.ActionAbort {
 		rv.abort(d)
