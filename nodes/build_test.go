@@ -183,3 +183,31 @@ func TestFirstMeaningful(t *testing.T) {
 	require.Empty(t, firstMeaningful("# pkg\n\n"))
 	require.Equal(t, strings.Repeat("x", 160)+"…", firstMeaningful(strings.Repeat("x", 200)))
 }
+
+// A try whose tests pass only thanks to a file git ignores, which its
+// worker left in its worktree, is not taken for a passing main: main is
+// checked on a clean checkout before the run ends, the try is found and
+// reverted, and the run does not end completed.
+func TestIgnoredFileInTheWorktreeDoesNotPassMain(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, map[string]string{".gitignore": "*_gen.go\n"})
+	negGen := "package calc\n\nfunc neg(a int) int { return -a }\n"
+	subNeg := "package calc\n\n// Sub returns a-b.\nfunc Sub(a, b int) int { return a + neg(b) }\n"
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo}, "T2": {"calc/neg_gen.go": negGen, "calc/sub.go": subNeg}}}
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, ""), task("T2", "Sub", []string{"calc/sub.go"}, "")))
+	p.MaxAttempts = 1
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.NotEqual(t, RunCompleted, status, logText(res.State))
+	log := logText(res.State)
+	require.Contains(t, log, "T2 passed its tests and was integrated as ")
+	require.Contains(t, log, "build verification failed on main at ")
+	require.Contains(t, log, "T2 attempt 1: worker finished (done); it left files git ignores, which main will not have: calc/neg_gen.go\n")
+	require.Contains(t, log, "T2 broke main; reverted it as ")
+	ps := payloads(t, res)
+	require.Len(t, ps, 1)
+	require.Equal(t, "T2", ps[0].TaskID)
+	require.Contains(t, ps[0].Error, "undefined: neg")
+	require.Empty(t, showFile(t, dir, "main", "calc/sub.go"), "the try is out of main")
+	require.Equal(t, addGo, showFile(t, dir, "main", "calc/add.go"), "the try before it stays")
+}

@@ -45,8 +45,10 @@
 // conflict when the retries are used up.
 //
 // build_verification is a merge queue: after each batch it integrated, it
-// runs the build and the tests once on the target branch's head (a single
-// fast-forwarded try was tested on that very tree and skips it), and once
+// runs the build and the tests once on the target branch's head (without
+// a build command, a single fast-forwarded try was tested on that very
+// tree and skips it, unless its worker left files git ignores in its
+// worktree, which the branch does not have), and once
 // more when every task is done unless that head passed already. When the
 // branch fails it bisects over the batch's tries, building the branch as
 // it was after the first k of them, in about log2(n) builds, to find the

@@ -551,6 +551,13 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 				strings.Join(names, ", ")))
 		}
 	}
+	if changed {
+		// The tests run in this worktree next. Whatever git ignores that
+		// the worker left here, they see and main will not have.
+		ignored, err := p.Repo.Ignored(ctx, wt)
+		rec.Clean = err == nil && len(ignored) == 0
+		rec.Ignored = ignored[:min(len(ignored), 20)]
+	}
 	rec.Commit, rec.Changed = sha, changed
 	p.crash("implement:after_commit")
 	msg := "worker finished"
@@ -559,6 +566,9 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 	}
 	if !changed {
 		msg += "; it changed nothing"
+	}
+	if len(rec.Ignored) > 0 {
+		msg += "; it left files git ignores, which main will not have: " + clip.Line(strings.Join(rec.Ignored, ", "), 120)
 	}
 	return AttemptResult{Attempt: rec, Note: msg}, nil
 }

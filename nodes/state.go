@@ -107,6 +107,12 @@ type Attempt struct {
 	Conflicts []string `json:"conflicts,omitempty"`
 	Error     string   `json:"error,omitempty"`
 	Verified  bool     `json:"verified"`
+	// Ignored lists the files git ignores that the attempt left in its
+	// worktree, where its tests ran: a checkout of its commit lacks them.
+	Ignored []string `json:"ignored,omitempty"`
+	// Clean says that the worktree held nothing beyond the commit (and
+	// the Include files) when the tests ran.
+	Clean bool `json:"clean,omitempty"`
 }
 
 // NoChangeTasks returns the IDs of the completed tasks whose last attempt

@@ -162,8 +162,9 @@ func (p *Pipeline) failAttempt(ctx context.Context, u *State, tasks []planner.Ta
 // branch through worktree/, each exactly once (by its trailer), in batch
 // order. A conflict fails the attempt with the conflicting files. The
 // attempts integrated wait in the queue for build_verification, unless
-// the only one was a fast-forward: the branch's tree is then the very
-// tree its tests passed on.
+// the only one was a fast-forward whose worktree held nothing else: the
+// branch's tree is then the very tree its tests passed on. Files git
+// ignores that the worker left there may be what made them pass.
 func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 	var u State
 	tasks := tasksOf(s)
@@ -173,6 +174,9 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 	queue := s.Queue.Get()
 	var integrated []string
 	fastForward := false
+	// cleanFF says that main's head is the last attempt integrated, by a
+	// fast-forward, and that its tests ran on exactly that tree.
+	cleanFF := false
 	for _, id := range s.Batch.Get() {
 		key := attemptKey(id, nextAttempt(s, id)-1)
 		rec, ok := s.Attempts.Get(key)
@@ -207,6 +211,7 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 			continue
 		}
 		rec.Integrated, head = sha, sha
+		cleanFF = fastForward && rec.Clean
 		if tasks, err = scheduler.Pass(tasks, id); err != nil {
 			return u, err
 		}
@@ -223,7 +228,7 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 		u.Head.Set(head)
 	}
 	switch {
-	case len(integrated) == 1 && len(queue) == 0 && fastForward && len(p.BuildCommand) == 0:
+	case len(integrated) == 1 && len(queue) == 0 && cleanFF && len(p.BuildCommand) == 0:
 		u.Verified.Set(head)
 	case len(integrated) > 0:
 		u.Queue.Set(append(append([]string(nil), queue...), integrated...))

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -161,6 +162,14 @@ func (m *Manager) ReleaseIdle(ctx context.Context) {
 // .git, that the index at indexPath does not track, without following
 // symlinks. A submodule's folder is left as it is.
 func removeUntracked(dir, indexPath string) error {
+	return walkUntracked(dir, indexPath, func(path, _ string) error { return os.RemoveAll(path) })
+}
+
+// walkUntracked calls fn for each file and folder under dir, other than
+// its .git, that the index at indexPath does not track, with its path and
+// its slash-separated path relative to dir; it does not go into a folder
+// it names, nor follow symlinks. A submodule's folder is left out.
+func walkUntracked(dir, indexPath string, fn func(path, rel string) error) error {
 	entries, err := readIndexNames(indexPath)
 	if err != nil {
 		return err
@@ -196,11 +205,39 @@ func removeUntracked(dir, indexPath string) error {
 		case !d.IsDir() && files[rel]:
 			return nil
 		}
-		if err := os.RemoveAll(path); err != nil {
+		if err := fn(path, filepath.ToSlash(rel)); err != nil {
 			return err
 		}
 		return skip(d)
 	})
+}
+
+// Ignored lists what w's folder holds beyond its index, other than the
+// Include files: after Commit, the files and folders git ignores that the
+// attempt left there. Tests that pass in the folder may need them, and a
+// checkout of the attempt's commit does not have them.
+func (m *Manager) Ignored(ctx context.Context, w *Worktree) ([]string, error) {
+	gitDir, err := m.adminDir(w.Path)
+	if err != nil {
+		return nil, fmt.Errorf("list the ignored files of %s: %w", w.ID(), err)
+	}
+	included, err := m.untrackedIncludes(ctx, w.Path, true)
+	if err != nil {
+		return nil, fmt.Errorf("list the ignored files of %s: %w", w.ID(), err)
+	}
+	var out []string
+	err = walkUntracked(w.Path, filepath.Join(gitDir, "index"), func(_, rel string) error {
+		// A folder that holds Include files counts whole: whatever else is
+		// in it is not looked at.
+		if !slices.Contains(included, rel) {
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the ignored files of %s: %w", w.ID(), err)
+	}
+	return out, nil
 }
 
 // skip is what WalkDir's callback returns to go past d.

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // A removed attempt's worktree is reused by the next Create: the new
@@ -129,4 +131,29 @@ func TestRemoveLeavesNoEmptyRefFolders(t *testing.T) {
 		require.Equal(t, []string{"main"}, left, "what %s holds", dir)
 	}
 	require.Equal(t, "refs/taskloom/attempts/r1/T3/1", gitT(t, repo, "for-each-ref", "--format=%(refname)", "refs/taskloom/"))
+}
+
+// Ignored names what an attempt's folder holds beyond its commit: the
+// files and folders git ignores, not the Include files copied in.
+func TestIgnoredAfterCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{".gitignore": "*_gen.go\nbuild/\n.env\n", "a.go": "package a\n"})
+	write(t, repo, ".env", "KEY=1\n")
+	m := open(t, repo, &worktree.Opts{Include: []string{".env"}})
+	w, err := m.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	ignored, err := m.Ignored(ctx, w)
+	require.NoError(t, err)
+	require.Empty(t, ignored, "a new worktree holds its commit and the Include files")
+
+	write(t, w.Path, "b.go", "package a\n")
+	write(t, w.Path, "c_gen.go", "package a\n")
+	write(t, w.Path, "build/out/bin", "x")
+	_, changed, err := m.Commit(ctx, w, "T1: b")
+	require.NoError(t, err)
+	require.True(t, changed)
+	ignored, err = m.Ignored(ctx, w)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"build", "c_gen.go"}, ignored)
 }
