@@ -100,6 +100,8 @@ type Ralph struct {
 // Verify is the test command that decides whether a task passed.
 type Verify struct {
 	Command []string `json:"command" mapstructure:"command"`
+	// Timeout bounds one run of the test command, and one of the build
+	// command.
 	Timeout Duration `json:"timeout" mapstructure:"timeout"`
 }
 

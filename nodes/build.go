@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/internal/clip"
@@ -104,6 +105,9 @@ func (p *Pipeline) checkBuild(ctx context.Context, dir string) (string, error) {
 		if !v.Passed {
 			// The first line says why: it is what the log shows.
 			head := fmt.Sprintf("%s exited with code %d", strings.Join(p.BuildCommand, " "), v.ExitCode)
+			if v.TimedOut {
+				head = fmt.Sprintf("%s timed out after %s (verify.timeout) and was killed", strings.Join(p.BuildCommand, " "), v.Duration.Round(time.Millisecond))
+			}
 			if l := firstMeaningful(v.Output); l != "" {
 				head += ": " + l
 			}

@@ -5,12 +5,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store/storetest"
+	"github.com/taskloom/taskloom/verify"
 )
 
 // Two tries that pass on their own but break main together (each declares
@@ -210,4 +212,15 @@ func TestIgnoredFileInTheWorktreeDoesNotPassMain(t *testing.T) {
 	require.Contains(t, ps[0].Error, "undefined: neg")
 	require.Empty(t, showFile(t, dir, "main", "calc/sub.go"), "the try is out of main")
 	require.Equal(t, addGo, showFile(t, dir, "main", "calc/add.go"), "the try before it stays")
+}
+
+// A build command that outlives verify.timeout is said to have timed out,
+// not to have exited with code -1.
+func TestBuildTimeoutSaysSo(t *testing.T) {
+	t.Parallel()
+	p := &Pipeline{BuildCommand: []string{"sleep", "30"}, VerifyOpts: &verify.Opts{Timeout: 200 * time.Millisecond}}
+	failure, err := p.checkBuild(context.Background(), t.TempDir())
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(failure, "sleep 30 timed out after "), failure)
+	require.Contains(t, strings.SplitN(failure, "\n", 2)[0], "(verify.timeout) and was killed")
 }
