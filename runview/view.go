@@ -34,6 +34,9 @@ type Opts struct {
 	NoColor bool
 	// NowFunc reads the clock; nil means time.Now.
 	NowFunc func() time.Time
+	// StoreFlag is appended to the taskloom commands the view prints, so
+	// that they find the run's store: " --db URL", or "".
+	StoreFlag string
 }
 
 // View shows one run as it goes. Its methods are safe for concurrent use.

@@ -156,7 +156,7 @@ func (o *reviewOpts) Run(ctx context.Context, cmd *cobra.Command, in io.Reader, 
 		resume, _ = p.Confirm("Resume now?", false)
 	}
 	if !resume {
-		fmt.Fprintf(w, "next: taskloom resume %s\n", o.RunID)
+		fmt.Fprintf(w, "next: taskloom resume %s%s\n", o.RunID, storeFlag(cmd))
 		return nil
 	}
 	return resumeRun(ctx, cmd, s, o.RunID, session.ResumeOpts{}, false, w)

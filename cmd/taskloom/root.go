@@ -14,8 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/review"
 	"github.com/taskloom/taskloom/internal/session"
 )
 
@@ -168,6 +170,18 @@ func reportError(err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "taskloom: %s\n", msg)
 	}
 	return code
+}
+
+// storeFlag is what a taskloom command printed for the user to run next
+// needs to find the same store: the --db given on this command line, its
+// password masked, or "" (the repo's own store, or one TASKLOOM_DB or the
+// config names, which the next command finds the same way).
+func storeFlag(cmd *cobra.Command) string {
+	f := cmd.Flags().Lookup("db")
+	if f == nil || !f.Changed || f.Value.String() == "" {
+		return ""
+	}
+	return " --db " + review.ShellQuote(config.RedactURL(f.Value.String()))
 }
 
 // runIDOpts are the options of a command that takes an optional RUN_ID.

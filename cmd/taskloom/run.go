@@ -71,8 +71,8 @@ func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) erro
 	}
 	defer s.Close()
 	out, err := s.Start(ctx, session.StartOpts{Product: o.Product, ConfigFile: o.ConfigFile, Dir: o.Dir,
-		View: viewFunc(w, o.JSON), Warn: cmd.ErrOrStderr()})
-	return finishRun(out, err)
+		View: viewFunc(w, o.JSON, storeFlag(cmd)), Warn: cmd.ErrOrStderr()})
+	return finishRun(out, err, storeFlag(cmd))
 }
 
 // resumeOpts are the options of taskloom resume.
@@ -120,25 +120,27 @@ func (o *resumeOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 
 // resumeRun continues a stored run, shown on w.
 func resumeRun(ctx context.Context, cmd *cobra.Command, s *session.Session, runID string, how session.ResumeOpts, asJSON bool, w io.Writer) error {
-	how.View, how.Warn = viewFunc(w, asJSON), cmd.ErrOrStderr()
+	how.View, how.Warn = viewFunc(w, asJSON, storeFlag(cmd)), cmd.ErrOrStderr()
 	if !asJSON {
 		how.Out = w
 	}
-	return finishRun(s.Resume(ctx, runID, how))
+	out, err := s.Resume(ctx, runID, how)
+	return finishRun(out, err, storeFlag(cmd))
 }
 
 // viewFunc shows a run on w: a live view on a terminal, plain lines
-// otherwise, one JSON event per line with --json.
-func viewFunc(w io.Writer, asJSON bool) session.ViewFunc {
+// otherwise, one JSON event per line with --json. The commands it prints
+// carry db, the store's flag.
+func viewFunc(w io.Writer, asJSON bool, db string) session.ViewFunc {
 	return func(runID string, meta session.Meta) *runview.View {
-		return runview.New(w, runview.Opts{RunID: runID, Model: meta.Model, Workers: meta.Workers, JSON: asJSON,
+		return runview.New(w, runview.Opts{RunID: runID, Model: meta.Model, Workers: meta.Workers, JSON: asJSON, StoreFlag: db,
 			Live: !asJSON && term.IsTerminal(w), NoColor: os.Getenv("NO_COLOR") != ""})
 	}
 }
 
 // finishRun shows how the call ended and returns the error that carries
-// its exit code.
-func finishRun(out session.Outcome, err error) error {
+// its exit code. The commands it prints carry db, the store's flag.
+func finishRun(out session.Outcome, err error, db string) error {
 	if out.View == nil {
 		return err // it was never shown
 	}
@@ -165,7 +167,7 @@ func finishRun(out session.Outcome, err error) error {
 	case errors.As(err, &reset):
 		return reset // one line, without the nodes it went through
 	case errors.Is(err, graph.ErrStepLimit):
-		return fmt.Errorf("%w; resume it with: taskloom resume %s", err, out.RunID)
+		return fmt.Errorf("%w; resume it with: taskloom resume %s%s", err, out.RunID, db)
 	}
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/report"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/internal/testkit"
@@ -436,4 +437,29 @@ func TestHistoryExportRalphIterations(t *testing.T) {
 	code, _, errOut = runCLI(t, "history", runID, "--repo", repo, "--task", "R2", "--export", t.TempDir())
 	require.Equal(t, exitError, code)
 	require.Equal(t, "taskloom: run r-ralph has no task R2; its tasks are -\n", errOut)
+}
+
+// A run on a store given with --db prints the commands to run next with
+// that --db, its password masked, so that they find the same store; the
+// repo's own store needs none.
+func TestNextCommandsCarryTheStoreFlag(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(storetest.NewPostgresSchema(t))
+	require.NoError(t, err)
+	u.User = url.UserPassword(u.User.Username(), "s3cr3t-pw") // trust auth ignores it
+	r := newStatusRepo(t, u.String())
+	code, out, errOut := r.cli(t, "run", filepath.Join(r.dir, "PRODUCT_esc.md"), "--model", "scripted:"+r.script)
+	require.Equal(t, exitReview, code, "stdout: %s\nstderr: %s", out, errOut)
+	runID := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "run ")
+	db := " --db '" + config.RedactURL(u.String()) + "'"
+	require.NotContains(t, db, "s3cr3t-pw")
+	require.Contains(t, out, "paused for human review: taskloom review "+runID+db+", then taskloom resume "+runID+db+"\n")
+	_, out, _ = r.cli(t, "status", runID)
+	require.Contains(t, out, "next: review the escalations with taskloom review "+runID+db+", then taskloom resume "+runID+db+"\n")
+	require.NotContains(t, out+errOut, "s3cr3t-pw")
+
+	plain := newStatusRepo(t, "")
+	runID = plain.start(t, "PRODUCT_esc.md", exitReview)
+	_, out, _ = plain.cli(t, "status", runID)
+	require.Contains(t, out, "next: review the escalations with taskloom review "+runID+", then taskloom resume "+runID+"\n")
 }
