@@ -38,6 +38,17 @@ func TestDoctor(t *testing.T) {
 	require.Contains(t, out, "warn sandbox")
 	require.Contains(t, out, "NOT enforced: writes confined to the worktree")
 
+	// A build command that is not installed fails the check, as a verify
+	// command would, before a run integrates anything.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"),
+		[]byte(`{"verify": {"command": ["true"]}, "build_verification": {"command": ["golangci-lint-missing", "run"]}}`), 0o644))
+	code, out, _ = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "ok   verify")
+	require.Contains(t, out, "FAIL build")
+	require.Contains(t, out, "golangci-lint-missing is not found in the sandbox's PATH: install it, or set build_verification.command")
+	require.NoError(t, os.Remove(filepath.Join(dir, ".project-config.json")))
+
 	// Outside a git repo it says so in one line, and fails.
 	code, out, _ = taskloom(t, "doctor", "--repo", t.TempDir(), "--model", "scripted:"+session)
 	require.Equal(t, exitError, code)

@@ -206,18 +206,26 @@ func (r *report) checkModel(cfg config.Config) {
 }
 
 func (r *report) checkVerify(ctx context.Context, cfg config.Config) {
-	argv := cfg.Verify.Command
-	if len(argv) == 0 {
+	if len(cfg.Verify.Command) == 0 {
 		r.add("verify", "ok", "derived from each task's test files")
-		return
+	} else {
+		r.checkCommand(ctx, cfg, "verify", "verify.command", cfg.Verify.Command)
 	}
+	if len(cfg.BuildVerification.Command) > 0 {
+		r.checkCommand(ctx, cfg, "build", "build_verification.command", cfg.BuildVerification.Command)
+	}
+}
+
+// checkCommand looks for a command's program in the PATH the sandbox
+// gives it.
+func (r *report) checkCommand(ctx context.Context, cfg config.Config, name, key string, argv []string) {
 	env := proc.ReduceEnv(os.Environ(), cfg.Sandbox.EnvAllow)
 	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"sh", "-c", `command -v "$1"`, "sh", argv[0]}, Env: env})
 	if err != nil || res.ExitCode != 0 {
-		r.add("verify", "fail", "%s is not found in the sandbox's PATH: install it, or set verify.command", argv[0])
+		r.add(name, "fail", "%s is not found in the sandbox's PATH: install it, or set %s", argv[0], key)
 		return
 	}
-	r.add("verify", "ok", "%s", strings.Join(argv, " "))
+	r.add(name, "ok", "%s", strings.Join(argv, " "))
 }
 
 // checkMCP looks for each MCP server: a stdio server's command, and
