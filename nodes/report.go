@@ -48,6 +48,7 @@ func (r UsageReport) String() string {
 const (
 	FateIntegrated = "integrated"
 	FateNoChange   = "no change"
+	FateFixed      = "fixed by hand" // a reviewer's decision completed it
 	FateSkipped    = "skipped"
 	FateBlocked    = "blocked"
 	FateFailed     = "failed"
@@ -85,9 +86,16 @@ func Fates(s State) []TaskFate {
 		f := TaskFate{TaskID: t.ID, Title: t.Title, Usage: usage[t.ID], Attempts: last[t.ID].Attempt}
 		switch t.Status {
 		case planner.StatusCompleted:
-			f.Fate = FateNoChange
-			if c := integratedCommit(s, t.ID); c != "" {
+			a := last[t.ID]
+			switch c := integratedCommit(s, t.ID); {
+			case c != "":
 				f.Fate, f.Commit = FateIntegrated, c
+			case a.Attempt > 0 && !a.NoChange && (a.Error != "" || !a.Verified):
+				// Its last attempt failed, yet it completed: a reviewer
+				// said it was fixed by hand.
+				f.Fate = FateFixed
+			default:
+				f.Fate = FateNoChange
 			}
 		case planner.StatusSkipped:
 			f.Fate = FateSkipped

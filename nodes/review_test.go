@@ -94,7 +94,8 @@ func TestReviewFixedCompletesTheTask(t *testing.T) {
 	require.Equal(t, planner.StatusCompleted, taskStatus(t, res.State, "T1"))
 	require.Equal(t, []string{"run-1/T2/1"}, trailers(t, h.dir), "a task fixed by hand is not integrated")
 	require.Len(t, w.jobs, 3, "T1 twice, then T2")
-	require.Equal(t, FateNoChange, Fates(res.State)[0].Fate)
+	require.Equal(t, "fixed by hand", Fates(res.State)[0].String(), "not \"no change\": its tries failed")
+	require.Empty(t, NoChangeTasks(res.State))
 }
 
 func TestReviewAbortEndsTheRun(t *testing.T) {

@@ -12,6 +12,6 @@
 //
 // A View hears the graph's events, the attempts' activities and the
 // provider's waits, and ends with Finish, which says what happened to
-// every task: integrated (commit), no change, skipped, blocked (by what),
+// every task: integrated (commit), no change, fixed by hand, skipped, blocked (by what),
 // failed (why), with the usage and cost.
 package runview
