@@ -96,9 +96,13 @@ type Loaded struct {
 
 // ThreadInfo summarizes a thread.
 type ThreadInfo struct {
-	ThreadID  string
-	Head      int64
+	ThreadID string
+	Head     int64
+	// Holder holds the thread's lease, until Expires; both are zero when
+	// the lease was released. A holder whose lease expired has stopped
+	// without releasing it (killed, say), or lost its store.
 	Holder    string
+	Expires   time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }

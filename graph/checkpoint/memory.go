@@ -189,7 +189,7 @@ func (m *Memory) Threads(context.Context) ([]ThreadInfo, error) {
 	for id, t := range m.threads {
 		info := ThreadInfo{ThreadID: id, Head: t.head(), CreatedAt: t.createdAt, UpdatedAt: t.updatedAt}
 		if !t.released {
-			info.Holder = t.lease.Holder
+			info.Holder, info.Expires = t.lease.Holder, t.lease.Expires
 		}
 		out = append(out, info)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/scheduler"
 )
 
@@ -40,8 +41,14 @@ func Runs(ctx context.Context, s *session.Session) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
+	threads, err := threadsOf(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
 	rows := make([]Row, 0, len(runs))
 	for _, r := range runs {
+		r.Status = liveStatus(r, threads, now)
 		row := Row{RunID: r.ID, Product: r.ProductPath, Repo: r.Repo, Status: r.Status, StartedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 		head, _, err := session.HeadState(ctx, g, r.ID)
 		if errors.Is(err, checkpoint.ErrCorrupt) {
@@ -58,6 +65,34 @@ func Runs(ctx context.Context, s *session.Session) ([]Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// threadsOf returns the threads of s's store by ID.
+func threadsOf(ctx context.Context, s *session.Session) (map[string]checkpoint.ThreadInfo, error) {
+	infos, err := s.Saver.Threads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]checkpoint.ThreadInfo, len(infos))
+	for _, th := range infos {
+		out[th.ThreadID] = th
+	}
+	return out, nil
+}
+
+// liveStatus is run's status, except that a run recorded as running whose
+// thread's lease was released or lapsed is interrupted: its process
+// stopped without saying so (it was killed, say), and it can be resumed.
+// A run whose thread has not started is still starting.
+func liveStatus(run nodes.Run, threads map[string]checkpoint.ThreadInfo, now time.Time) string {
+	th, ok := threads[run.ID]
+	if run.Status != nodes.RunRunning || !ok {
+		return run.Status
+	}
+	if th.Holder == "" || th.Expires.Before(now) {
+		return nodes.RunInterrupted
+	}
+	return run.Status
 }
 
 // WriteRuns prints rows as a table; dbURL names the store when it has no

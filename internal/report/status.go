@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/internal/clip"
@@ -60,6 +61,11 @@ func RunStatus(ctx context.Context, s *session.Session, id string) (Status, erro
 	if err != nil {
 		return Status{}, err
 	}
+	threads, err := threadsOf(ctx, s)
+	if err != nil {
+		return Status{}, err
+	}
+	run.Status = liveStatus(run, threads, time.Now())
 	st := NewStatus(run, head)
 	// Attempts on the queue are held by workers, here or elsewhere, which
 	// say what they are doing in the database.

@@ -498,7 +498,8 @@ func (p *Driver) Threads(ctx context.Context) ([]checkpoint.ThreadInfo, error) {
 }
 
 func (p *Driver) threads(ctx context.Context) ([]checkpoint.ThreadInfo, error) {
-	rows, err := p.pool.Query(ctx, `SELECT thread_id, head, coalesce(lease_holder, ''), created_at, updated_at FROM threads
+	rows, err := p.pool.Query(ctx, `SELECT thread_id, head, coalesce(lease_holder, ''),
+		CASE WHEN lease_holder IS NULL THEN NULL ELSE lease_expires END, created_at, updated_at FROM threads
 		ORDER BY updated_at DESC, thread_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list threads: %w", pgErr(err))
@@ -506,9 +507,13 @@ func (p *Driver) threads(ctx context.Context) ([]checkpoint.ThreadInfo, error) {
 	out := []checkpoint.ThreadInfo{}
 	for rows.Next() {
 		var info checkpoint.ThreadInfo
-		if err := rows.Scan(&info.ThreadID, &info.Head, &info.Holder, &info.CreatedAt, &info.UpdatedAt); err != nil {
+		var expires *time.Time
+		if err := rows.Scan(&info.ThreadID, &info.Head, &info.Holder, &expires, &info.CreatedAt, &info.UpdatedAt); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("list threads: %w", pgErr(err))
+		}
+		if expires != nil {
+			info.Expires = *expires
 		}
 		out = append(out, info)
 	}

@@ -493,7 +493,7 @@ func (s *Driver) List(ctx context.Context, threadID string, limit int) ([]checkp
 
 // Threads implements checkpoint.Saver.
 func (s *Driver) Threads(ctx context.Context) ([]checkpoint.ThreadInfo, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT thread_id, head, lease_holder, created_at, updated_at FROM threads
+	rows, err := s.r.QueryContext(ctx, `SELECT thread_id, head, lease_holder, lease_expires, created_at, updated_at FROM threads
 		ORDER BY updated_at DESC, thread_id`)
 	if err != nil {
 		return nil, fmt.Errorf("list threads: %w", err)
@@ -502,14 +502,17 @@ func (s *Driver) Threads(ctx context.Context) ([]checkpoint.ThreadInfo, error) {
 	out := []checkpoint.ThreadInfo{}
 	for rows.Next() {
 		var (
-			info     checkpoint.ThreadInfo
-			holder   sql.NullString
-			cat, uat int64
+			info          checkpoint.ThreadInfo
+			holder        sql.NullString
+			exp, cat, uat int64
 		)
-		if err := rows.Scan(&info.ThreadID, &info.Head, &holder, &cat, &uat); err != nil {
+		if err := rows.Scan(&info.ThreadID, &info.Head, &holder, &exp, &cat, &uat); err != nil {
 			return nil, fmt.Errorf("list threads: %w", err)
 		}
 		info.Holder, info.CreatedAt, info.UpdatedAt = holder.String, fromMicros(cat), fromMicros(uat)
+		if holder.Valid {
+			info.Expires = fromMicros(exp)
+		}
 		out = append(out, info)
 	}
 	if err := rows.Err(); err != nil {

@@ -631,7 +631,7 @@ func testThreads(t *testing.T, s checkpoint.Saver) {
 	require.NoError(t, err)
 	require.Empty(t, got)
 
-	acquire(t, s, "a", "h1", T0)
+	la := acquire(t, s, "a", "h1", T0)
 	acquire(t, s, "d", "h4", T0)
 	lb := acquire(t, s, "b", "h2", T0.Add(time.Second))
 	cp := Step("b", 0)
@@ -657,6 +657,10 @@ func testThreads(t *testing.T, s checkpoint.Saver) {
 		{"a", "h1", -1, T0, T0},
 		{"d", "h4", -1, T0, T0},
 	}, rows, "newest updated first, then by ID")
+	// A held lease says until when; a released one, nothing.
+	require.True(t, got[2].Expires.Equal(la.Expires), "a's lease expires %v, want %v", got[2].Expires, la.Expires)
+	require.False(t, got[0].Expires.Before(lb.Expires), "b's lease, renewed by Put, expires %v", got[0].Expires)
+	require.True(t, got[1].Expires.IsZero(), "c's lease was released")
 }
 
 // testStoreClock: a zero now takes the lease on the store's clock (the

@@ -1,0 +1,33 @@
+package report
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/nodes"
+)
+
+// A run recorded as running is interrupted once its thread's lease was
+// released or lapsed: its process stopped without saying so (kill -9).
+func TestLiveStatus(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	threads := map[string]checkpoint.ThreadInfo{
+		"held":     {ThreadID: "held", Holder: "host:1", Expires: now.Add(20 * time.Second)},
+		"lapsed":   {ThreadID: "lapsed", Holder: "host:2", Expires: now.Add(-time.Second)},
+		"released": {ThreadID: "released"},
+		"paused":   {ThreadID: "paused"},
+	}
+	for _, c := range []struct{ id, status, want string }{
+		{"held", nodes.RunRunning, nodes.RunRunning},
+		{"lapsed", nodes.RunRunning, nodes.RunInterrupted},
+		{"released", nodes.RunRunning, nodes.RunInterrupted},
+		{"starting", nodes.RunRunning, nodes.RunRunning}, // no thread yet
+		{"paused", nodes.RunPaused, nodes.RunPaused},
+	} {
+		require.Equal(t, c.want, liveStatus(nodes.Run{ID: c.id, Status: c.status}, threads, now), c.id)
+	}
+}
