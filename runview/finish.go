@@ -49,12 +49,12 @@ func (v *View) Finish(res graph.Result[nodes.State], status string, exitCode int
 	}
 	switch status {
 	case nodes.RunPaused:
-		db := v.opts.StoreFlag
-		v.println(fmt.Sprintf("paused for human review: taskloom review %s%s, then taskloom resume %s%s", id, db, id, db))
+		db := v.opts.NextFlags
+		v.printCommand(fmt.Sprintf("paused for human review: taskloom review %s%s, then taskloom resume %s%s", id, db, id, db))
 	case nodes.RunPartial:
 		v.println(fmt.Sprintf("ended partial: %d skipped, %d blocked; the rest is done", sum.Skipped, sum.Blocked))
 	case nodes.RunInterrupted:
 		v.println("stopped; the attempt cut short does not count against max_attempts. Resume with:")
-		v.println("taskloom resume " + id + v.opts.StoreFlag)
+		v.printCommand("taskloom resume " + id + v.opts.NextFlags)
 	}
 }

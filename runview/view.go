@@ -34,9 +34,9 @@ type Opts struct {
 	NoColor bool
 	// NowFunc reads the clock; nil means time.Now.
 	NowFunc func() time.Time
-	// StoreFlag is appended to the taskloom commands the view prints, so
+	// NextFlags is appended to the taskloom commands the view prints, so
 	// that they find the run's store: " --db URL", or "".
-	StoreFlag string
+	NextFlags string
 }
 
 // View shows one run as it goes. Its methods are safe for concurrent use.
@@ -130,6 +130,12 @@ func (v *View) println(line string) {
 	if v.opts.Live && !v.opts.JSON {
 		line = fit(line, v.width())
 	}
+	fmt.Fprintln(v.w, line)
+}
+
+// printCommand prints a line that holds a command to copy: whole, even
+// on a terminal narrower than it, where it wraps rather than lose its end.
+func (v *View) printCommand(line string) {
 	fmt.Fprintln(v.w, line)
 }
 

@@ -86,7 +86,11 @@ func (s *Server) review(ctx context.Context, runID string, req reviewRequest) (*
 	if len(snap.Escalations) == 0 {
 		return nil, refuse(http.StatusConflict, "run %s has no escalation waiting for a decision (it is %s)", runID, snap.Status)
 	}
-	rv, err := review.New(runID, snap.Repo, snap.result)
+	var flags string
+	if len(s.resumeFlags) > 0 {
+		flags = " " + strings.Join(s.resumeFlags, " ")
+	}
+	rv, err := review.New(runID, snap.Repo, flags, snap.result)
 	if err != nil {
 		return nil, refuse(http.StatusConflict, "%v", err)
 	}

@@ -23,11 +23,14 @@ type ResetError struct {
 	Run      string
 	Recorded string
 	Now      string
+	// Flags go with the resume command it suggests (" --db URL"), so
+	// that the command finds the run's store.
+	Flags string
 }
 
 func (e *ResetError) Error() string {
-	return fmt.Sprintf("%s was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s --accept-head\"",
-		e.Branch, e.Run, shortSHA(e.Recorded), shortSHA(e.Now), e.Run)
+	return fmt.Sprintf("%s was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s%s --accept-head\"",
+		e.Branch, e.Run, shortSHA(e.Recorded), shortSHA(e.Now), e.Run, e.Flags)
 }
 
 // Is makes errors.Is(err, ErrReset) true.

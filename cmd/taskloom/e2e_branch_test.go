@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/internal/review"
 	"github.com/taskloom/taskloom/internal/session"
 )
 
@@ -132,8 +133,13 @@ func TestE2EMidRunResetIsNotUndone(t *testing.T) {
 		resume := append([]string{"resume", id, "--repo", dir}, db...)
 		code, stdout, stderr = taskloom(t, resume...)
 		require.Equal(t, exitError, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
-		want := fmt.Sprintf("taskloom: main was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s --accept-head\"\n",
-			id, user[:7], start[:7], id)
+		// The command it suggests finds the store the resume was given.
+		flags := ""
+		if len(db) > 0 {
+			flags = " --db " + review.ShellQuote(db[1])
+		}
+		want := fmt.Sprintf("taskloom: main was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s%s --accept-head\"\n",
+			id, user[:7], start[:7], id, flags)
 		require.Equal(t, want, stderr)
 		require.Equal(t, start, headOf(t, dir, "main"), "main stays where the user put it")
 		require.NoFileExists(t, filepath.Join(dir, "user.txt"))

@@ -91,5 +91,6 @@ func (o *historyOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) 
 		limit = 0
 	}
 	h, err := report.NewHistory(ctx, g, o.RunID, limit)
+	h.Flags = nextFlags(cmd)
 	return writeReport(w, o.JSON, h.Entries, err, func() error { return h.Write(w) })
 }

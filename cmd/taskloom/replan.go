@@ -57,7 +57,7 @@ func (o *replanOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 	}
 	next := "nothing recorded: add --apply to record this replan\n"
 	if res.Applied {
-		next = fmt.Sprintf("recorded as checkpoint %d; continue with: taskloom resume %s%s\n", res.Checkpoint, o.RunID, storeFlag(cmd))
+		next = fmt.Sprintf("recorded as checkpoint %d; continue with: taskloom resume %s%s\n", res.Checkpoint, o.RunID, nextFlags(cmd))
 	}
 	_, err = io.WriteString(w, next)
 	return err

@@ -114,7 +114,7 @@ func (o *reviewOpts) Run(ctx context.Context, cmd *cobra.Command, in io.Reader, 
 	if err != nil {
 		return fmt.Errorf("read run %s: %w", o.RunID, err)
 	}
-	rv, err := review.New(o.RunID, run.Repo, res)
+	rv, err := review.New(o.RunID, run.Repo, nextFlags(cmd), res)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (o *reviewOpts) Run(ctx context.Context, cmd *cobra.Command, in io.Reader, 
 		resume, _ = p.Confirm("Resume now?", false)
 	}
 	if !resume {
-		fmt.Fprintf(w, "next: taskloom resume %s%s\n", o.RunID, storeFlag(cmd))
+		fmt.Fprintf(w, "next: taskloom resume %s%s\n", o.RunID, nextFlags(cmd))
 		return nil
 	}
 	return resumeRun(ctx, cmd, s, o.RunID, session.ResumeOpts{}, false, w)

@@ -172,11 +172,11 @@ func reportError(err error, stderr io.Writer) int {
 	return code
 }
 
-// storeFlag is what a taskloom command printed for the user to run next
+// nextFlags is what a taskloom command printed for the user to run next
 // needs to find the same store: the --db given on this command line, its
-// password masked, or "" (the repo's own store, or one TASKLOOM_DB or the
-// config names, which the next command finds the same way).
-func storeFlag(cmd *cobra.Command) string {
+// password masked, or "". The repo's own store, or one TASKLOOM_DB or the
+// config names, the next command finds the same way without it.
+func nextFlags(cmd *cobra.Command) string {
 	f := cmd.Flags().Lookup("db")
 	if f == nil || !f.Changed || f.Value.String() == "" {
 		return ""

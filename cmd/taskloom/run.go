@@ -71,8 +71,8 @@ func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) erro
 	}
 	defer s.Close()
 	out, err := s.Start(ctx, session.StartOpts{Product: o.Product, ConfigFile: o.ConfigFile, Dir: o.Dir,
-		View: viewFunc(w, o.JSON, storeFlag(cmd)), Warn: cmd.ErrOrStderr()})
-	return finishRun(out, err, storeFlag(cmd))
+		View: viewFunc(w, o.JSON, nextFlags(cmd)), Warn: cmd.ErrOrStderr()})
+	return finishRun(out, err, nextFlags(cmd))
 }
 
 // resumeOpts are the options of taskloom resume.
@@ -120,27 +120,31 @@ func (o *resumeOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 
 // resumeRun continues a stored run, shown on w.
 func resumeRun(ctx context.Context, cmd *cobra.Command, s *session.Session, runID string, how session.ResumeOpts, asJSON bool, w io.Writer) error {
-	how.View, how.Warn = viewFunc(w, asJSON, storeFlag(cmd)), cmd.ErrOrStderr()
+	how.View, how.Warn = viewFunc(w, asJSON, nextFlags(cmd)), cmd.ErrOrStderr()
 	if !asJSON {
 		how.Out = w
 	}
 	out, err := s.Resume(ctx, runID, how)
-	return finishRun(out, err, storeFlag(cmd))
+	return finishRun(out, err, nextFlags(cmd))
 }
 
 // viewFunc shows a run on w: a live view on a terminal, plain lines
 // otherwise, one JSON event per line with --json. The commands it prints
-// carry db, the store's flag.
-func viewFunc(w io.Writer, asJSON bool, db string) session.ViewFunc {
+// carry next, the flags that find the run's store (nextFlags).
+func viewFunc(w io.Writer, asJSON bool, next string) session.ViewFunc {
 	return func(runID string, meta session.Meta) *runview.View {
-		return runview.New(w, runview.Opts{RunID: runID, Model: meta.Model, Workers: meta.Workers, JSON: asJSON, StoreFlag: db,
+		return runview.New(w, runview.Opts{RunID: runID, Model: meta.Model, Workers: meta.Workers, JSON: asJSON, NextFlags: next,
 			Live: !asJSON && term.IsTerminal(w), NoColor: os.Getenv("NO_COLOR") != ""})
 	}
 }
 
 // finishRun shows how the call ended and returns the error that carries
-// its exit code. The commands it prints carry db, the store's flag.
-func finishRun(out session.Outcome, err error, db string) error {
+// its exit code. The commands it prints carry next, the flags that find the run's store (nextFlags).
+func finishRun(out session.Outcome, err error, next string) error {
+	var reset *worktree.ResetError
+	if errors.As(err, &reset) {
+		reset.Flags = next
+	}
 	if out.View == nil {
 		return err // it was never shown
 	}
@@ -154,7 +158,6 @@ func finishRun(out session.Outcome, err error, db string) error {
 		code = exitError
 	}
 	out.View.Finish(res, status, code)
-	var reset *worktree.ResetError
 	switch {
 	case errors.Is(err, context.Canceled):
 		return withCode(exitInterrupted, nil)
@@ -162,12 +165,12 @@ func finishRun(out session.Outcome, err error, db string) error {
 		return nil
 	case err == nil:
 		return withCode(code, nil)
-	case session.StoreFault(out.RunID, err) != nil:
-		return session.StoreFault(out.RunID, err)
-	case errors.As(err, &reset):
+	case session.StoreFault(out.RunID, next, err) != nil:
+		return session.StoreFault(out.RunID, next, err)
+	case reset != nil:
 		return reset // one line, without the nodes it went through
 	case errors.Is(err, graph.ErrStepLimit):
-		return fmt.Errorf("%w; resume it with: taskloom resume %s%s", err, out.RunID, db)
+		return fmt.Errorf("%w; resume it with: taskloom resume %s%s", err, out.RunID, next)
 	}
 	return err
 }

@@ -63,7 +63,7 @@ func (o *statusOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 		return writeReport(w, o.JSON, rows, err, func() error { return report.WriteRuns(w, rows, s.DBURL) })
 	}
 	rep, err := report.RunStatus(ctx, s, o.RunID)
-	rep.StoreFlag = storeFlag(cmd)
+	rep.NextFlags = nextFlags(cmd)
 	return writeReport(w, o.JSON, rep, err, func() error { return rep.Write(w) })
 }
 

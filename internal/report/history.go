@@ -21,7 +21,9 @@ import (
 
 // History is the newest of a run's checkpoints, oldest first.
 type History struct {
-	RunID   string
+	RunID string
+	// Flags go with the taskloom command Write prints (" --db URL").
+	Flags   string
 	Entries []Entry
 	// Total counts all the run's checkpoints.
 	Total int
@@ -62,7 +64,7 @@ func (h History) Write(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "fork from a checkpoint with taskloom resume %s --from STEP\n", h.RunID)
+	_, err := fmt.Fprintf(w, "fork from a checkpoint with taskloom resume %s%s --from STEP\n", h.RunID, h.Flags)
 	return err
 }
 

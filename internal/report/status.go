@@ -32,9 +32,9 @@ type Status struct {
 	// LinearIssues are the tasks' Linear issues, in plan order, once the
 	// run's sync recorded them; absent without the sync.
 	LinearIssues []LinearIssue `json:"linear_issues,omitempty"`
-	// StoreFlag is appended to the taskloom commands Write prints, so
+	// NextFlags is appended to the taskloom commands Write prints, so
 	// that they find the run's store: " --db URL", or "".
-	StoreFlag string `json:"-"`
+	NextFlags string `json:"-"`
 
 	run  nodes.Run // the registry entry
 	head graph.Result[nodes.State]
@@ -183,11 +183,11 @@ func (rep Status) Write(w io.Writer) error {
 	switch {
 	case rep.Status == nodes.RunPaused && len(rep.head.Interrupts) == 0 && len(rep.Escalations) > 0:
 		// The escalations listed are the ones a review already decided.
-		fmt.Fprintf(w, "next: taskloom resume %s%s (every escalation has a decision)\n", rep.RunID, rep.StoreFlag)
+		fmt.Fprintf(w, "next: taskloom resume %s%s (every escalation has a decision)\n", rep.RunID, rep.NextFlags)
 	case rep.Status == nodes.RunPaused || len(rep.head.Interrupts) > 0:
-		fmt.Fprintf(w, "next: review the escalations with taskloom review %s%s, then taskloom resume %s%s\n", rep.RunID, rep.StoreFlag, rep.RunID, rep.StoreFlag)
+		fmt.Fprintf(w, "next: review the escalations with taskloom review %s%s, then taskloom resume %s%s\n", rep.RunID, rep.NextFlags, rep.RunID, rep.NextFlags)
 	case rep.Status == nodes.RunInterrupted:
-		fmt.Fprintf(w, "next: taskloom resume %s%s\n", rep.RunID, rep.StoreFlag)
+		fmt.Fprintf(w, "next: taskloom resume %s%s\n", rep.RunID, rep.NextFlags)
 	case rep.Status == nodes.RunRunning && len(rep.head.Next) > 0:
 		fmt.Fprintf(w, "next step: %s\n", strings.Join(dedupe(rep.head.Next), ", "))
 	}

@@ -43,6 +43,7 @@ type Escalation struct {
 // taken so far.
 type Review struct {
 	runID     string
+	flags     string // go with the taskloom commands it prints
 	repo      string // the run's repository, for the git commands shown
 	pending   []Escalation
 	tasks     []planner.Task // the tasks as the decisions so far leave them
@@ -50,9 +51,10 @@ type Review struct {
 }
 
 // New collects the pending escalations of a run's newest checkpoint.
-// repo is the run's repository.
-func New(runID, repo string, res graph.Result[nodes.State]) (*Review, error) {
-	rv := &Review{runID: runID, repo: repo, tasks: res.State.Tasks.Values(), decisions: map[string]nodes.Decision{}}
+// repo is the run's repository; flags go with the taskloom commands it
+// prints (" --db URL"), so that they find the run's store.
+func New(runID, repo, flags string, res graph.Result[nodes.State]) (*Review, error) {
+	rv := &Review{runID: runID, repo: repo, flags: flags, tasks: res.State.Tasks.Values(), decisions: map[string]nodes.Decision{}}
 	for _, in := range res.Interrupts {
 		if in.Node != nodes.NodeEscalation {
 			continue
@@ -73,7 +75,7 @@ func New(runID, repo string, res graph.Result[nodes.State]) (*Review, error) {
 		return rv, nil
 	}
 	if res.Status == graph.StatusPending && slices.Contains(res.Next, nodes.NodeEscalation) {
-		return nil, fmt.Errorf("run %s has no pending escalation: its review decisions are recorded; continue it with taskloom resume %s", runID, runID)
+		return nil, fmt.Errorf("run %s has no pending escalation: its review decisions are recorded; continue it with taskloom resume %s%s", runID, runID, flags)
 	}
 	return nil, fmt.Errorf("run %s is not waiting for a review (it is %s); nothing to decide", runID, nodes.StatusOf(res, nil))
 }
@@ -207,7 +209,7 @@ func (rv *Review) Record(ctx context.Context, g *graph.Runnable[nodes.State], w 
 		fmt.Fprintln(w, line)
 	}
 	if len(left) > 0 {
-		fmt.Fprintf(w, "still waiting for a decision: %s (taskloom review %s)\n", taskIDs(left), rv.runID)
+		fmt.Fprintf(w, "still waiting for a decision: %s (taskloom review %s%s)\n", taskIDs(left), rv.runID, rv.flags)
 	}
 	return nil
 }

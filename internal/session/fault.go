@@ -12,7 +12,7 @@ import (
 // StoreFault words an error that stopped run runID because of its store
 // as one line that says what happened and what to do, without the layers
 // it went through; other errors give nil.
-func StoreFault(runID string, err error) error {
+func StoreFault(runID, flags string, err error) error {
 	var (
 		decode      *checkpoint.DecodeError
 		replaced    *checkpoint.ReplacedError
@@ -25,11 +25,11 @@ func StoreFault(runID string, err error) error {
 	case errors.As(err, &replaced):
 		return fmt.Errorf("run %s stopped: %s; its checkpoints went with it", runID, replaced)
 	case errors.As(err, &unreachable):
-		return fmt.Errorf("run %s stopped: %s; resume it when the store is back: taskloom resume %s", runID, unreachable, runID)
+		return fmt.Errorf("run %s stopped: %s; resume it when the store is back: taskloom resume %s%s", runID, unreachable, runID, flags)
 	case errors.As(err, &lost) && lost.Holder != "":
 		return fmt.Errorf("run %s stopped: it lost its lease on the store: another process (%s) took the run over", runID, lost.Holder)
 	case errors.Is(err, checkpoint.ErrLeaseLost):
-		return fmt.Errorf("run %s stopped: it lost its lease on the store (it lapsed before it could be renewed); resume it with: taskloom resume %s", runID, runID)
+		return fmt.Errorf("run %s stopped: it lost its lease on the store (it lapsed before it could be renewed); resume it with: taskloom resume %s%s", runID, runID, flags)
 	}
 	return nil
 }

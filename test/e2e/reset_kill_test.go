@@ -33,8 +33,13 @@ func TestKillResetResume(t *testing.T) {
 			killGit(t, dir, "reset", "-q", "--hard", "HEAD~1")
 			reset := strings.TrimSpace(killGit(t, dir, "rev-parse", "main"))
 
-			want := fmt.Sprintf("taskloom: main was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s --accept-head\"\n",
-				runID, integrated[:7], reset[:7], runID)
+			// The command it suggests finds the store the resume was given.
+			flags := ""
+			if db != "" {
+				flags = " --db '" + db + "'"
+			}
+			want := fmt.Sprintf("taskloom: main was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s%s --accept-head\"\n",
+				runID, integrated[:7], reset[:7], runID, flags)
 			for range 2 {
 				res := killExec(t, bin, dir, "", killResumeArgs(runID, dir, db)...)
 				require.Equal(t, exitError, res.Code, "resume after the reset: %s", res)
