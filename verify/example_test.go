@@ -26,7 +26,7 @@ func ExampleRun() {
 	// Output:
 	// passed: false
 	// missing files (files_to_create): README.md
-	// the test command exited with code 2 (exit code)
+	// the test command exited with code 2
 	// output:
 	// PASS: 3 tests
 	// but the linter found 1 problem

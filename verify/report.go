@@ -31,6 +31,9 @@ func (r Verdict) errorContext(limit int) string {
 	case r.Failed > 0 || len(r.Failures) > 0:
 		failed := max(r.Failed, len(r.Failures))
 		fmt.Fprintf(&b, "%d of %d tests failed (%s, exit code %d)\n", failed, max(r.Total, failed), r.Runner(), r.ExitCode)
+	case r.ExitCode != 0 && !r.TimedOut && r.Runner() == "exit code":
+		// Nothing but the exit code was read: naming it twice says nothing.
+		fmt.Fprintf(&b, "the test command exited with code %d\n", r.ExitCode)
 	case r.ExitCode != 0 && !r.TimedOut:
 		fmt.Fprintf(&b, "the test command exited with code %d (%s)\n", r.ExitCode, r.Runner())
 	}

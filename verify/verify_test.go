@@ -637,7 +637,7 @@ func TestVerifyExitCode(t *testing.T) {
 		require.False(t, rep.Passed)
 		require.Equal(t, 2, rep.ExitCode)
 		require.Equal(t, FormatExitCode, rep.Format)
-		require.Equal(t, "the test command exited with code 2 (exit code)\noutput:\nboom", rep.ErrorContext(1000))
+		require.Equal(t, "the test command exited with code 2\noutput:\nboom", rep.ErrorContext(1000))
 	})
 
 	t.Run("timeout", func(t *testing.T) {

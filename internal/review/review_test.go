@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -109,7 +110,7 @@ func TestTestSummary(t *testing.T) {
 		{verify.Verdict{Passed: true, Format: verify.FormatGoJSON, Total: 3}, "passed, go test, exit code 0"},
 		{verify.Verdict{Passed: true, Format: verify.FormatExitCode}, "passed, exit code 0"},
 		{verify.Verdict{ExitCode: 1, Format: verify.FormatPytestJUnit, Total: 4, Failed: 2}, "2 of 4 failed, pytest, exit code 1"},
-		{verify.Verdict{ExitCode: -1, TimedOut: true, Format: verify.FormatExitCode}, "timed out, exit code -1"},
+		{verify.Verdict{ExitCode: -1, TimedOut: true, Duration: 2*time.Second + 3*time.Millisecond, Format: verify.FormatExitCode}, "timed out after 2.003s"},
 		{verify.Verdict{ExitCode: 0, Format: verify.FormatGoJSON + "+" + verify.FormatJestJSON, MissingFiles: []string{"a.go", "b.go"}},
 			"failed, go test+jest, exit code 0, missing a.go, b.go"},
 	} {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/verify"
@@ -46,7 +47,7 @@ func TestSummary(v verify.Verdict) string {
 	case v.Passed:
 		parts = append(parts, "passed")
 	case v.TimedOut:
-		parts = append(parts, "timed out")
+		parts = append(parts, "timed out after "+v.Duration.Round(time.Millisecond).String())
 	case v.Failed > 0:
 		parts = append(parts, fmt.Sprintf("%d of %d failed", v.Failed, max(v.Total, v.Failed)))
 	default:
@@ -55,7 +56,10 @@ func TestSummary(v verify.Verdict) string {
 	if r := v.Runner(); r != "" && r != "exit code" {
 		parts = append(parts, r)
 	}
-	parts = append(parts, fmt.Sprintf("exit code %d", v.ExitCode))
+	if !v.TimedOut {
+		// A killed command has no exit code of its own.
+		parts = append(parts, fmt.Sprintf("exit code %d", v.ExitCode))
+	}
 	if len(v.MissingFiles) > 0 {
 		parts = append(parts, "missing "+strings.Join(v.MissingFiles, ", "))
 	}
