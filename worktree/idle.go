@@ -212,10 +212,36 @@ func walkUntracked(dir, indexPath string, fn func(path, rel string) error) error
 	})
 }
 
+// harmlessCache names the folders that tests leave behind and that cannot
+// make them pass: Python rebuilds its bytecode from the sources (and never
+// imports a cached module whose source is gone), and pytest's cache only
+// orders the tests.
+var harmlessCache = map[string]bool{"__pycache__": true, ".pytest_cache": true}
+
+// holdsNothing reports whether path is a harmless cache, or a folder with
+// no file under it but in harmless caches. Git tracks no folders: an empty
+// one is left out of every commit without being ignored, and a checkout
+// misses nothing for it.
+func holdsNothing(path string) bool {
+	nothing := true
+	err := filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil || !d.IsDir():
+			nothing = false
+			return filepath.SkipAll
+		case harmlessCache[d.Name()]:
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return err == nil && nothing
+}
+
 // Ignored lists what w's folder holds beyond its index, other than the
-// Include files: after Commit, the files and folders git ignores that the
-// attempt left there. Tests that pass in the folder may need them, and a
-// checkout of the attempt's commit does not have them.
+// Include files, empty folders and harmless caches: after Commit, the
+// files and folders git ignores that the attempt left there. Tests that
+// pass in the folder may need them, and a checkout of the attempt's
+// commit does not have them.
 func (m *Manager) Ignored(ctx context.Context, w *Worktree) ([]string, error) {
 	gitDir, err := m.adminDir(w.Path)
 	if err != nil {
@@ -226,12 +252,13 @@ func (m *Manager) Ignored(ctx context.Context, w *Worktree) ([]string, error) {
 		return nil, fmt.Errorf("list the ignored files of %s: %w", w.ID(), err)
 	}
 	var out []string
-	err = walkUntracked(w.Path, filepath.Join(gitDir, "index"), func(_, rel string) error {
+	err = walkUntracked(w.Path, filepath.Join(gitDir, "index"), func(path, rel string) error {
 		// A folder that holds Include files counts whole: whatever else is
 		// in it is not looked at.
-		if !slices.Contains(included, rel) {
-			out = append(out, rel)
+		if slices.Contains(included, rel) || holdsNothing(path) {
+			return nil
 		}
+		out = append(out, rel)
 		return nil
 	})
 	if err != nil {

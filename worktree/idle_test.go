@@ -134,11 +134,12 @@ func TestRemoveLeavesNoEmptyRefFolders(t *testing.T) {
 }
 
 // Ignored names what an attempt's folder holds beyond its commit: the
-// files and folders git ignores, not the Include files copied in.
+// files and folders git ignores, not the Include files copied in, nor an
+// empty folder (git tracks none) or Python's bytecode cache.
 func TestIgnoredAfterCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	repo := setup(t, "repo", map[string]string{".gitignore": "*_gen.go\nbuild/\n.env\n", "a.go": "package a\n"})
+	repo := setup(t, "repo", map[string]string{".gitignore": "*_gen.go\nbuild/\n.env\n__pycache__/\n", "a.go": "package a\n"})
 	write(t, repo, ".env", "KEY=1\n")
 	m := open(t, repo, &worktree.Opts{Include: []string{".env"}})
 	w, err := m.Create(ctx, "r1", "T1", 1)
@@ -150,6 +151,8 @@ func TestIgnoredAfterCommit(t *testing.T) {
 	write(t, w.Path, "b.go", "package a\n")
 	write(t, w.Path, "c_gen.go", "package a\n")
 	write(t, w.Path, "build/out/bin", "x")
+	write(t, w.Path, "pkg/__pycache__/b.cpython-312.pyc", "x")
+	require.NoError(t, os.MkdirAll(filepath.Join(w.Path, "out", "logs"), 0o755))
 	_, changed, err := m.Commit(ctx, w, "T1: b")
 	require.NoError(t, err)
 	require.True(t, changed)
