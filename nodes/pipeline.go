@@ -551,9 +551,12 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 				strings.Join(names, ", ")))
 		}
 	}
-	if changed {
+	if changed && len(p.BuildCommand) == 0 {
 		// The tests run in this worktree next. Whatever git ignores that
-		// the worker left here, they see and main will not have.
+		// the worker left here, they see and main will not have. Without
+		// a build command, a lone fast-forward whose worktree held nothing
+		// else skips the check on main (integrateBatch); with one, main is
+		// always checked, and the walk is not needed.
 		ignored, err := p.Repo.Ignored(ctx, wt)
 		rec.Clean = err == nil && len(ignored) == 0
 		rec.Ignored = ignored[:min(len(ignored), 20)]
