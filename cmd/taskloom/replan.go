@@ -25,7 +25,7 @@ func (o *replanOpts) Validate() error { return nil }
 
 // Run prints the difference an edited PRODUCT.md makes to the run.
 func (o *replanOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
-	s, err := openSession(ctx, cmd, o.Repo, "", false)
+	s, err := openRunSession(ctx, cmd, o.Repo)
 	if err != nil {
 		return err
 	}

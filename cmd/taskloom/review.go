@@ -97,7 +97,7 @@ The decisions are recorded; taskloom resume RUN_ID acts on them.`,
 // Run reviews the run: it records decisions from the flags or, with a
 // terminal, from prompts, and resumes the run when asked to.
 func (o *reviewOpts) Run(ctx context.Context, cmd *cobra.Command, in io.Reader, w io.Writer, interactive bool) error {
-	s, err := openSession(ctx, cmd, o.Repo, "", false)
+	s, err := openRunSession(ctx, cmd, o.Repo)
 	if err != nil {
 		return err
 	}

@@ -242,6 +242,12 @@ func openSession(ctx context.Context, cmd *cobra.Command, repo, configFile strin
 	return session.Open(ctx, session.Opts{Repo: repo, ConfigFile: configFile, Flags: cmd.Flags(), ReadOnly: readOnly, Stderr: cmd.ErrOrStderr()})
 }
 
+// openRunSession opens the session of a command on a run already there
+// (resume, review, replan): it never creates the repo's store.
+func openRunSession(ctx context.Context, cmd *cobra.Command, repo string) (*session.Session, error) {
+	return session.Open(ctx, session.Opts{Repo: repo, Flags: cmd.Flags(), Existing: true, Stderr: cmd.ErrOrStderr()})
+}
+
 // writeJSON prints v as indented JSON.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

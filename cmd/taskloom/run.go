@@ -110,7 +110,7 @@ func newResumeCmd(a *app) *cobra.Command {
 
 // Run resumes the run.
 func (o *resumeOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error {
-	s, err := openSession(ctx, cmd, o.Repo, "", false)
+	s, err := openRunSession(ctx, cmd, o.Repo)
 	if err != nil {
 		return err
 	}

@@ -463,3 +463,22 @@ func TestNextCommandsCarryTheStoreFlag(t *testing.T) {
 	_, out, _ = plain.cli(t, "status", runID)
 	require.Contains(t, out, "next: review the escalations with taskloom review "+runID+", then taskloom resume "+runID+"\n")
 }
+
+// resume, review and replan work on a run already there: in a repo that
+// has no store they say so in one line and create none, where they used
+// to leave an empty one behind.
+func TestRunCommandsCreateNoStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	for _, args := range [][]string{
+		{"resume", "r-nope"},
+		{"review", "r-nope", "--action", "skip"},
+		{"replan", "r-nope", filepath.Join(dir, "PRODUCT.md")},
+	} {
+		code, out, errOut := runCLI(t, append(args, "--repo", dir)...)
+		require.Equal(t, exitError, code, "%v: %s%s", args, out, errOut)
+		require.Equal(t, "taskloom: no taskloom runs yet in "+dir+": start one with taskloom run PRODUCT.md, or pass the --db of the store that holds the run\n", errOut, args)
+		require.NoDirExists(t, filepath.Join(dir, ".taskloom"), args)
+	}
+}

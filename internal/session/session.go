@@ -67,6 +67,10 @@ type Opts struct {
 	// without one has no runs: ErrNoStore), and with a --db it needs no
 	// git repo.
 	ReadOnly bool
+	// Existing is for the commands that work on a run already there
+	// (resume, review, replan): they never create the repo's embedded
+	// store either, since a repo without one has no runs (ErrNoStore).
+	Existing bool
 	// Stderr hears, once per outage, that the store is being waited for.
 	Stderr io.Writer
 }
@@ -163,12 +167,16 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 	}
 	if s.DBURL == "" {
 		s.DBURL = DefaultDBURL(repo)
-		if o.ReadOnly {
-			if _, err := os.Stat(s.DBURL); errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md", ErrNoStore, repo)
+		_, err := os.Stat(s.DBURL)
+		switch {
+		case errors.Is(err, os.ErrNotExist) && o.Existing:
+			return nil, fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md, or pass the --db of the store that holds the run", ErrNoStore, repo)
+		case errors.Is(err, os.ErrNotExist) && o.ReadOnly:
+			return nil, fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md", ErrNoStore, repo)
+		case !o.ReadOnly:
+			if err := os.MkdirAll(filepath.Dir(s.DBURL), 0o755); err != nil {
+				return nil, err
 			}
-		} else if err := os.MkdirAll(filepath.Dir(s.DBURL), 0o755); err != nil {
-			return nil, err
 		}
 	}
 	// A read-only command never creates tables in a database that has
