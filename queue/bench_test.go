@@ -22,7 +22,7 @@ import (
 func BenchmarkRemoteAttempt(b *testing.B) {
 	ctx := context.Background()
 	_, runDir, workerDir := repos(b)
-	db := pool(b)
+	db := newDB(b)
 	run, wrk := open(b, runDir), open(b, workerDir)
 	startWriter(b, db, "bench:1", wrk, nil)
 	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Poll: 5 * time.Millisecond})

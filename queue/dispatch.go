@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/store"
 )
 
 // DispatcherOpts configures a Dispatcher.
@@ -32,15 +31,15 @@ type DispatcherOpts struct {
 // Dispatcher queues a run's attempts as River jobs and waits for their
 // results. It implements nodes.Dispatcher.
 type Dispatcher struct {
-	pool   *pgxpool.Pool
+	db     Store
 	client *river.Client[pgx.Tx]
 	opts   DispatcherOpts
 }
 
-// NewDispatcher returns a Dispatcher on the database of pool, whose River
-// tables the store's migrations created.
-func NewDispatcher(pool *pgxpool.Pool, opts *DispatcherOpts) (*Dispatcher, error) {
-	d := &Dispatcher{pool: pool}
+// NewDispatcher returns a Dispatcher on the queue in db, whose tables the
+// store's migrations created.
+func NewDispatcher(db Store, opts *DispatcherOpts) (*Dispatcher, error) {
+	d := &Dispatcher{db: db}
 	if opts != nil {
 		d.opts = *opts
 	}
@@ -53,7 +52,7 @@ func NewDispatcher(pool *pgxpool.Pool, opts *DispatcherOpts) (*Dispatcher, error
 	if d.opts.Logger == nil {
 		d.opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Logger: quiet(d.opts.Logger)})
+	client, err := river.NewClient(db.RiverDriver(), &river.Config{Logger: quiet(d.opts.Logger)})
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
@@ -122,7 +121,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 
 // dropLease deletes the lease a worker kept on a job that has ended.
 func (d *Dispatcher) dropLease(ctx context.Context, jobID int64) {
-	_, _ = d.pool.Exec(ctx, `DELETE FROM attempt_leases WHERE job_id = $1`, jobID)
+	_ = d.db.DropLease(ctx, jobID, "")
 }
 
 func lastError(row *rivertype.JobRow) string {
@@ -136,47 +135,30 @@ func lastError(row *rivertype.JobRow) string {
 // or, when the worker stopped renewing it, the job handed back to the
 // queue so that another worker takes it now.
 func (d *Dispatcher) checkLease(ctx context.Context, row *rivertype.JobRow) (nodes.Activity, bool) {
-	var worker, tool, summary string
-	var lapsed bool
-	err := d.pool.QueryRow(ctx, `SELECT worker, expires_at < now(), tool, summary FROM attempt_leases WHERE job_id = $1`, row.ID).
-		Scan(&worker, &lapsed, &tool, &summary)
+	l, err := d.db.GetLease(ctx, row.ID)
 	reason := ""
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, store.ErrNotFound):
 		// Taken, but no worker holds it: it died before it could say so.
 		if row.AttemptedAt != nil && time.Since(*row.AttemptedAt) > d.opts.Lease {
 			reason = fmt.Sprintf("no worker held it for %s after it was taken", d.opts.Lease)
 		}
 	case err != nil:
 		return nodes.Activity{}, false
-	case lapsed:
-		reason = fmt.Sprintf("worker %s stopped renewing its lease (worker.lease %s)", worker, d.opts.Lease)
+	case l.Lapsed:
+		reason = fmt.Sprintf("worker %s stopped renewing its lease (worker.lease %s)", l.Worker, d.opts.Lease)
 	default:
-		return nodes.Activity{Worker: worker, Tool: tool, Summary: summary}, true
+		return nodes.Activity{Worker: l.Worker, Tool: l.Tool, Summary: l.Summary}, true
 	}
 	if reason == "" {
 		return nodes.Activity{}, false
 	}
-	if err := Requeue(ctx, d.pool, row.ID, row.Attempt, reason); err != nil {
+	if err := d.db.Requeue(ctx, row.ID, row.Attempt, reason); err != nil {
 		d.opts.Logger.WarnContext(ctx, "cannot hand a dead worker's attempt back to the queue", slog.Int64("job", row.ID), slog.Any("error", err))
 		return nodes.Activity{}, false
 	}
 	d.opts.Logger.WarnContext(ctx, "attempt handed back to the queue", slog.Int64("job", row.ID), slog.String("reason", reason))
-	return nodes.Activity{Worker: worker, Tool: "queue", Summary: "requeued: " + reason}, true
-}
-
-// Requeue makes a running job whose worker is gone available again at
-// once, recording why among its errors as River's rescuer does, and drops
-// the dead worker's lease. It does nothing when the job moved on (another
-// try started, or it finished) in the meantime.
-func Requeue(ctx context.Context, pool *pgxpool.Pool, jobID int64, attempt int, reason string) error {
-	_, err := pool.Exec(ctx, `WITH j AS (
-		UPDATE river_job SET state = 'available', scheduled_at = now(),
-			errors = array_append(coalesce(errors, '{}'), jsonb_build_object('at', now(), 'attempt', attempt, 'error', $3::text, 'trace', ''))
-		WHERE id = $1 AND state = 'running' AND attempt = $2
-		RETURNING id)
-	DELETE FROM attempt_leases WHERE job_id IN (SELECT id FROM j)`, jobID, attempt, reason)
-	return err
+	return nodes.Activity{Worker: l.Worker, Tool: "queue", Summary: "requeued: " + reason}, true
 }
 
 // quiet passes on River's warnings and errors only: its routine messages

@@ -19,7 +19,7 @@ import (
 // finished attempt for a dead worker's and queue it again.
 func TestAttemptLongerThanTheLeaseRunsOnce(t *testing.T) {
 	t.Parallel()
-	db := pool(t)
+	db := newDB(t)
 	const lease = 300 * time.Millisecond
 	var runs atomic.Int32
 	stop, err := queue.Start(t.Context(), db, &queue.WorkOpts{Name: "slow", Concurrency: 2, Poll: 100 * time.Millisecond,
@@ -40,9 +40,9 @@ func TestAttemptLongerThanTheLeaseRunsOnce(t *testing.T) {
 	}
 	require.EqualValues(t, n, runs.Load(), "each attempt ran once")
 	var requeued int
-	require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE cardinality(errors) > 0`).Scan(&requeued))
+	require.NoError(t, db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE cardinality(errors) > 0`).Scan(&requeued))
 	require.Zero(t, requeued, "no finished attempt was handed back to the queue")
 	var leases int
-	require.NoError(t, db.QueryRow(context.Background(), `SELECT count(*) FROM attempt_leases`).Scan(&leases))
+	require.NoError(t, db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM attempt_leases`).Scan(&leases))
 	require.Zero(t, leases, "the run dropped the leases of the attempts it has")
 }

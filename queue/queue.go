@@ -13,15 +13,33 @@
 package queue
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/store"
 )
+
+// Store is a database that can hold the queue: a store driver that keeps
+// the app's records of workers and leases (store.Queue) and River's jobs
+// beside them. The PostgreSQL driver is one; a program asks its driver for
+// it with a type assertion.
+type Store interface {
+	store.Queue
+	// RiverDriver is River's driver on the same database.
+	RiverDriver() riverdriver.Driver[pgx.Tx]
+	// Requeue makes River's job available again at once when it is still
+	// in its try'th try, whose worker is gone, recording reason among its
+	// errors, and drops that worker's lease.
+	Requeue(ctx context.Context, job int64, try int, reason string) error
+}
 
 // Name is the River queue attempts go to.
 const Name = "taskloom_attempts"

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/agent"
@@ -49,12 +48,14 @@ func open(t testing.TB, dir string) *worktree.Manager {
 	return m
 }
 
-func pool(t testing.TB) *pgxpool.Pool {
+// newDB returns a store on a new, empty PostgreSQL schema: the queue's
+// database.
+func newDB(t testing.TB) *postgres.Driver {
 	url := checkpointtest.NewEmptyPostgresSchema(t)
 	d, err := postgres.Open(context.Background(), url, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
-	return d.Pool()
+	return d
 }
 
 // writer is a worker that writes one file named after its task.
@@ -75,7 +76,7 @@ func work(p *nodes.Pipeline) func(context.Context, queue.Args) (nodes.AttemptRes
 // startWriter starts a worker named name that runs attempts in repo,
 // through the shared remote, with the writer worker; it stops when the
 // test ends, or when the returned function is called.
-func startWriter(t testing.TB, db *pgxpool.Pool, name string, repo *worktree.Manager, started chan<- string) (stop func()) {
+func startWriter(t testing.TB, db queue.Store, name string, repo *worktree.Manager, started chan<- string) (stop func()) {
 	t.Helper()
 	stop, err := queue.Start(context.Background(), db, &queue.WorkOpts{Name: name, Poll: 100 * time.Millisecond,
 		Run: work(&nodes.Pipeline{Repo: repo, Worker: writer(started), Remote: "origin"})})
@@ -96,7 +97,7 @@ func taskOf(id string) planner.Task { return planner.Task{ID: id, Title: "task "
 func TestRemoteWorkerRunsAndPushesAnAttempt(t *testing.T) {
 	ctx := context.Background()
 	remote, runDir, workerDir := repos(t)
-	db := pool(t)
+	db := newDB(t)
 	run, wrk := open(t, runDir), open(t, workerDir)
 	startWriter(t, db, "box-b:42", wrk, nil)
 	// The worker counts among the run's slots; another run's own workers
@@ -140,14 +141,14 @@ func TestRemoteWorkerRunsAndPushesAnAttempt(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, res.Attempt.Commit, again.Attempt.Commit)
 	var jobs int
-	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs))
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT count(*) FROM river_job`).Scan(&jobs))
 	require.Equal(t, 1, jobs)
 }
 
 func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
 	ctx := context.Background()
 	_, runDir, workerDir := repos(t)
-	db := pool(t)
+	db := newDB(t)
 	run, wrk := open(t, runDir), open(t, workerDir)
 	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Lease: 2 * time.Second, Poll: 100 * time.Millisecond})
 	require.NoError(t, err)
@@ -156,14 +157,14 @@ func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
 	// A worker took the job and died: the job is running under a lease
 	// that nobody renews.
 	var id int64
-	require.NoError(t, db.QueryRow(ctx, `SELECT 1`).Scan(new(int)))
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT 1`).Scan(new(int)))
 	go func() { _, _ = d.Dispatch(ctx, j, func(nodes.Activity) {}) }()
 	require.Eventually(t, func() bool {
-		return db.QueryRow(ctx, `SELECT id FROM river_job`).Scan(&id) == nil
+		return db.Pool().QueryRow(ctx, `SELECT id FROM river_job`).Scan(&id) == nil
 	}, 10*time.Second, 50*time.Millisecond)
-	_, err = db.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{dead}' WHERE id = $1`, id)
+	_, err = db.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{dead}' WHERE id = $1`, id)
 	require.NoError(t, err)
-	_, err = db.Exec(ctx, `INSERT INTO attempt_leases (job_id, run_id, task_id, attempt, worker, expires_at) VALUES ($1, 'r2', 'T1', 1, 'box-a:7', now() + interval '1 second')`, id)
+	_, err = db.Pool().Exec(ctx, `INSERT INTO attempt_leases (job_id, run_id, task_id, attempt, worker, expires_at) VALUES ($1, 'r2', 'T1', 1, 'box-a:7', now() + interval '1 second')`, id)
 	require.NoError(t, err)
 
 	started := make(chan string, 1)
@@ -174,7 +175,7 @@ func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
 	require.Equal(t, "T1", <-started)
 	var attempt int
 	var errs []string
-	require.NoError(t, db.QueryRow(ctx, `SELECT attempt, array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job WHERE id = $1`, id).Scan(&attempt, &errs))
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT attempt, array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job WHERE id = $1`, id).Scan(&attempt, &errs))
 	require.Equal(t, 2, attempt, "River ran the job a second time")
 	require.Len(t, errs, 1)
 	require.Contains(t, errs[0], "worker box-a:7 stopped renewing its lease")
@@ -183,7 +184,7 @@ func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
 func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	ctx := context.Background()
 	_, runDir, workerDir := repos(t)
-	db := pool(t)
+	db := newDB(t)
 	run, good := open(t, runDir), open(t, workerDir)
 	lost := filepath.Join(t.TempDir(), "lost")
 	git(t, filepath.Dir(lost), "clone", "-q", runDir, lost)
@@ -202,7 +203,7 @@ func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	defer cancel()
 	go func() { _, _ = d.Dispatch(first, j, func(nodes.Activity) {}) }()
 	require.Eventually(t, func() bool {
-		return db.QueryRow(ctx, `SELECT id FROM river_job WHERE array_length(errors, 1) >= 1`).Scan(&id) == nil
+		return db.Pool().QueryRow(ctx, `SELECT id FROM river_job WHERE array_length(errors, 1) >= 1`).Scan(&id) == nil
 	}, 20*time.Second, 500*time.Millisecond)
 	startWriter(t, db, "good:2", good, nil)
 	stopBad()
@@ -210,6 +211,6 @@ func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "good:2", res.Worker)
 	var errs []string
-	require.NoError(t, db.QueryRow(ctx, `SELECT array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job WHERE id = $1`, id).Scan(&errs))
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job WHERE id = $1`, id).Scan(&errs))
 	require.Contains(t, errs[0], "worker lost:1: fetch refs/taskloom/bases/r3/T1/1 from origin")
 }

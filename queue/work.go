@@ -8,14 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/store"
 )
 
 // ErrElsewhere is what WorkOpts.Pipeline returns for an attempt that this
@@ -44,10 +41,10 @@ type WorkOpts struct {
 	Logger *slog.Logger
 }
 
-// Start starts taking attempts from the queue of pool's database and
+// Start starts taking attempts from the queue in db and
 // returns a function that stops: it cancels the attempts still running
 // (their jobs go back to the queue) and waits for them.
-func Start(ctx context.Context, pool *pgxpool.Pool, opts *WorkOpts) (stop func(), err error) {
+func Start(ctx context.Context, db Store, opts *WorkOpts) (stop func(), err error) {
 	o := *opts
 	if o.Concurrency <= 0 {
 		o.Concurrency = 1
@@ -59,10 +56,10 @@ func Start(ctx context.Context, pool *pgxpool.Pool, opts *WorkOpts) (stop func()
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &attemptWorker{pool: pool, opts: o}); err != nil {
+	if err := river.AddWorkerSafely(workers, &attemptWorker{db: db, opts: o}); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+	client, err := river.NewClient(db.RiverDriver(), &river.Config{
 		ID:      o.Name,
 		Queues:  map[string]river.QueueConfig{Name: {MaxWorkers: o.Concurrency}},
 		Workers: workers,
@@ -80,18 +77,18 @@ func Start(ctx context.Context, pool *pgxpool.Pool, opts *WorkOpts) (stop func()
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
-	if err := register(ctx, pool, o); err != nil {
+	if err := db.RegisterWorker(ctx, store.QueueWorker{Name: o.Name, Run: o.RunID, Concurrency: o.Concurrency}); err != nil {
 		return nil, fmt.Errorf("queue: register the worker: %w", err)
 	}
 	if err := client.Start(ctx); err != nil {
-		unregister(ctx, pool, o.Name)
+		unregister(ctx, db, o.Name)
 		return nil, fmt.Errorf("queue: start the worker: %w", err)
 	}
 	hctx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	beat := make(chan struct{})
 	go func() {
 		defer close(beat)
-		heartbeat(hctx, pool, o.Name)
+		heartbeat(hctx, db, o.Name)
 	}()
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -99,7 +96,7 @@ func Start(ctx context.Context, pool *pgxpool.Pool, opts *WorkOpts) (stop func()
 		_ = client.StopAndCancel(sctx)
 		stopBeat()
 		<-beat
-		unregister(sctx, pool, o.Name)
+		unregister(sctx, db, o.Name)
 	}, nil
 }
 
@@ -107,14 +104,7 @@ func Start(ctx context.Context, pool *pgxpool.Pool, opts *WorkOpts) (stop func()
 // three beats no longer counts.
 const heartbeatEvery = 5 * time.Second
 
-func register(ctx context.Context, pool *pgxpool.Pool, o WorkOpts) error {
-	_, err := pool.Exec(ctx, `INSERT INTO attempt_workers (name, run_id, concurrency, seen_at) VALUES ($1, $2, $3, now())
-		ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id, concurrency = excluded.concurrency, seen_at = now()`,
-		o.Name, o.RunID, o.Concurrency)
-	return err
-}
-
-func heartbeat(ctx context.Context, pool *pgxpool.Pool, name string) {
+func heartbeat(ctx context.Context, db store.Queue, name string) {
 	t := time.NewTicker(heartbeatEvery)
 	defer t.Stop()
 	for {
@@ -122,22 +112,19 @@ func heartbeat(ctx context.Context, pool *pgxpool.Pool, name string) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_, _ = pool.Exec(ctx, `UPDATE attempt_workers SET seen_at = now() WHERE name = $1`, name)
+			_ = db.TouchWorker(ctx, name)
 		}
 	}
 }
 
-func unregister(ctx context.Context, pool *pgxpool.Pool, name string) {
-	_, _ = pool.Exec(context.WithoutCancel(ctx), `DELETE FROM attempt_workers WHERE name = $1`, name)
+func unregister(ctx context.Context, db store.Queue, name string) {
+	_ = db.RemoveWorker(context.WithoutCancel(ctx), name)
 }
 
 // Slots returns how many attempts of run the live workers take at once:
 // those of every `taskloom worker` and the run's own.
-func Slots(ctx context.Context, pool *pgxpool.Pool, runID string) (int, error) {
-	var n int
-	err := pool.QueryRow(ctx, `SELECT coalesce(sum(concurrency), 0) FROM attempt_workers
-		WHERE run_id IN ('', $1) AND seen_at > now() - $2 * interval '1 millisecond'`, runID, (3 * heartbeatEvery).Milliseconds()).Scan(&n)
-	return n, err
+func Slots(ctx context.Context, db store.Queue, runID string) (int, error) {
+	return db.WorkerSlots(ctx, runID, 3*heartbeatEvery)
 }
 
 // soonRetry hands a failed try out again after a few seconds: the usual
@@ -151,7 +138,7 @@ func (soonRetry) NextRetry(job *rivertype.JobRow) time.Time {
 
 type attemptWorker struct {
 	river.WorkerDefaults[Args]
-	pool *pgxpool.Pool
+	db   Store
 	opts WorkOpts
 }
 
@@ -161,7 +148,7 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if lease <= 0 {
 		lease = 30 * time.Second
 	}
-	l := &holder{pool: w.pool, job: job.ID, args: a, worker: w.opts.Name, ttl: lease}
+	l := &holder{db: w.db, job: job.ID, args: a, worker: w.opts.Name, ttl: lease}
 	if err := l.take(ctx); err != nil {
 		return fmt.Errorf("worker %s: take the lease of attempt %s/%s/%d: %w", w.opts.Name, a.RunID, a.TaskID, a.Attempt, err)
 	}
@@ -197,7 +184,7 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 
 // holder is a worker's lease on one attempt, with what it is doing.
 type holder struct {
-	pool   *pgxpool.Pool
+	db     store.Queue
 	job    int64
 	args   Args
 	worker string
@@ -210,12 +197,8 @@ type holder struct {
 
 func (h *holder) take(ctx context.Context) error {
 	h.changed = make(chan struct{}, 1)
-	_, err := h.pool.Exec(ctx, `INSERT INTO attempt_leases (job_id, run_id, task_id, attempt, worker, expires_at, tool, summary, updated_at)
-		VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond', 'worker', 'starting', now())
-		ON CONFLICT (job_id) DO UPDATE SET worker = excluded.worker, expires_at = excluded.expires_at,
-			tool = excluded.tool, summary = excluded.summary, updated_at = excluded.updated_at`,
-		h.job, h.args.RunID, h.args.TaskID, h.args.Attempt, h.worker, h.ttl.Milliseconds())
-	return err
+	return h.db.TakeLease(ctx, store.AttemptLease{JobID: h.job, RunID: h.args.RunID, TaskID: h.args.TaskID, Attempt: h.args.Attempt,
+		Worker: h.worker, Tool: "worker", Summary: "starting"}, h.ttl)
 }
 
 func (h *holder) report(a nodes.Activity) {
@@ -258,14 +241,13 @@ func (h *holder) renew(ctx context.Context, lost context.CancelCauseFunc) {
 		if tool == "" {
 			tool, summary = "worker", "starting"
 		}
-		tag, err := h.pool.Exec(ctx, `UPDATE attempt_leases SET expires_at = now() + $2 * interval '1 millisecond', tool = $3, summary = $4, updated_at = now()
-			WHERE job_id = $1 AND worker = $5`, h.job, h.ttl.Milliseconds(), tool, summary, h.worker)
+		held, err := h.db.RenewLease(ctx, h.job, h.worker, h.ttl, tool, summary)
 		if err != nil {
 			// The database is away: the next tick tries again, and the
 			// run hands the attempt elsewhere if it stays away.
 			continue
 		}
-		if tag.RowsAffected() == 0 {
+		if !held {
 			lost(errLeaseLost)
 			return
 		}
@@ -274,39 +256,9 @@ func (h *holder) renew(ctx context.Context, lost context.CancelCauseFunc) {
 
 // finish renews the lease one last time, saying the attempt is done.
 func (h *holder) finish(ctx context.Context) {
-	_, _ = h.pool.Exec(context.WithoutCancel(ctx), `UPDATE attempt_leases
-		SET expires_at = now() + $3 * interval '1 millisecond', tool = 'worker', summary = 'finished; recording the result', updated_at = now()
-		WHERE job_id = $1 AND worker = $2`, h.job, h.worker, h.ttl.Milliseconds())
+	_, _ = h.db.RenewLease(context.WithoutCancel(ctx), h.job, h.worker, h.ttl, "worker", "finished; recording the result")
 }
 
 func (h *holder) drop(ctx context.Context) {
-	_, _ = h.pool.Exec(context.WithoutCancel(ctx), `DELETE FROM attempt_leases WHERE job_id = $1 AND worker = $2`, h.job, h.worker)
-}
-
-// Lease is a worker's hold on an in-flight attempt, as status shows it.
-type Lease struct {
-	TaskID  string
-	Attempt int
-	Worker  string
-	Tool    string
-	Summary string
-}
-
-// Leases returns the live leases of a run's attempts.
-func Leases(ctx context.Context, pool *pgxpool.Pool, runID string) ([]Lease, error) {
-	rows, err := pool.Query(ctx, `SELECT task_id, attempt, worker, tool, summary FROM attempt_leases
-		WHERE run_id = $1 AND expires_at >= now() ORDER BY task_id, attempt`, runID)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "42P01" {
-		// A database from before the queue: no attempt is held there.
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
-		var l Lease
-		err := r.Scan(&l.TaskID, &l.Attempt, &l.Worker, &l.Tool, &l.Summary)
-		return l, err
-	})
+	_ = h.db.DropLease(context.WithoutCancel(ctx), h.job, h.worker)
 }

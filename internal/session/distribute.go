@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/nodes"
@@ -31,8 +29,8 @@ var ErrNoWorkers = errors.New("--workers 0 leaves every attempt to `taskloom wor
 // run here, as they always did. The returned function stops this process's
 // workers.
 func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) (stop func(), err error) {
-	pool := s.pool()
-	if pool == nil || !p.Repo.HasRemote(ctx, s.Cfg.Worker.Remote) {
+	db := s.queue()
+	if db == nil || !p.Repo.HasRemote(ctx, s.Cfg.Worker.Remote) {
 		if meta.Workers == 0 {
 			return nil, fmt.Errorf("%w, which need a PostgreSQL store (--db postgres://…) and the git remote %q (worker.remote) in this repo", ErrNoWorkers, s.Cfg.Worker.Remote)
 		}
@@ -42,14 +40,14 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 	if err != nil {
 		return nil, err
 	}
-	d, err := queue.NewDispatcher(pool, &queue.DispatcherOpts{Model: meta.Model, Config: cfg, Lease: s.Cfg.Worker.Lease.Duration, Logger: s.Logger})
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: meta.Model, Config: cfg, Lease: s.Cfg.Worker.Lease.Duration, Logger: s.Logger})
 	if err != nil {
 		return nil, err
 	}
 	run := p.RunID
 	p.Dispatcher, p.Remote = d, s.Cfg.Worker.Remote
 	p.SlotsFunc = func(ctx context.Context) int {
-		n, err := queue.Slots(ctx, pool, run)
+		n, err := queue.Slots(ctx, db, run)
 		if err != nil {
 			return 0
 		}
@@ -60,7 +58,7 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 	}
 	// This process's workers share the run's repository: the attempt's
 	// worktree is already where verify_task looks for it.
-	return queue.Start(ctx, pool, &queue.WorkOpts{Concurrency: meta.Workers, RunID: run, Name: queue.WorkerName() + "/" + run, Logger: s.Logger,
+	return queue.Start(ctx, db, &queue.WorkOpts{Concurrency: meta.Workers, RunID: run, Name: queue.WorkerName() + "/" + run, Logger: s.Logger,
 		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
 			if a.RunID != run {
 				return nodes.AttemptResult{}, queue.ErrElsewhere
@@ -74,11 +72,11 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 // from the leases in the database. A SQLite store has none: ws is left as
 // it is.
 func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.WorkerStatus) error {
-	pool := s.pool()
-	if pool == nil {
+	db := s.queue()
+	if db == nil {
 		return nil
 	}
-	leases, err := queue.Leases(ctx, pool, runID)
+	leases, err := db.Leases(ctx, runID)
 	if err != nil {
 		return err
 	}
@@ -93,10 +91,11 @@ func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.Work
 	return nil
 }
 
-// pool is the PostgreSQL store's connection pool, or nil for SQLite.
-func (s *Session) pool() *pgxpool.Pool {
-	if pg, ok := s.Saver.(*postgres.Driver); ok {
-		return pg.Pool()
+// queue is the session's store as the queue of attempts, or nil for a
+// store that cannot hold one (SQLite).
+func (s *Session) queue() queue.Store {
+	if q, ok := s.Saver.(queue.Store); ok {
+		return q
 	}
 	return nil
 }
@@ -132,8 +131,8 @@ type WorkOpts struct {
 // attempt's commit pushed back there. Keys come from this process's
 // environment.
 func (s *Session) Work(ctx context.Context, o WorkOpts) error {
-	pool := s.pool()
-	if pool == nil {
+	db := s.queue()
+	if db == nil {
 		return ErrWorkerNeedsPostgres
 	}
 	// Without the shared remote every attempt would fail at its first
@@ -160,7 +159,7 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 		runs[a.RunID] = r
 		return r.p, nil
 	}
-	stop, err := queue.Start(ctx, pool, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Logger: s.Logger,
+	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Logger: s.Logger,
 		Run: func(ctx context.Context, a queue.Args) (res nodes.AttemptResult, err error) {
 			say := func(format string, args ...any) {
 				if o.Out != nil {

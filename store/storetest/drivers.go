@@ -52,7 +52,8 @@ func ForEachDriver(t *testing.T, fn func(t *testing.T, newDriver NewDriverFunc))
 
 // RunConformance runs the checkpoint saver suite and the records suite on
 // new drivers named name (one of DriverNames): what every driver behind
-// the seam must pass.
+// the seam must pass. A driver that can hold a queue of attempts
+// (store.Queue) passes the queue suite too.
 func RunConformance(t *testing.T, name string) {
 	t.Helper()
 	t.Run("saver", func(t *testing.T) {
@@ -63,6 +64,12 @@ func RunConformance(t *testing.T, name string) {
 		t.Parallel()
 		RunRecords(t, func(t *testing.T) store.Records { return New(t, name) })
 	})
+	if _, ok := New(t, name).(store.Queue); ok {
+		t.Run("queue", func(t *testing.T) {
+			t.Parallel()
+			RunQueue(t, func(t *testing.T) store.Queue { return New(t, name).(store.Queue) })
+		})
+	}
 }
 
 // ForEachSaver is ForEachDriver for tests that need only the drivers'
