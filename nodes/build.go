@@ -85,11 +85,17 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		u.Culprits.Set([]Culprit{*c})
 	case final:
 		u.Outcome.Set(OutcomeFailed)
-		u.Log.Add(p.entry("", "main is broken and no integrated task explains it: %s", clip.Line(failure, 160)))
+		u.Log.Add(p.entry("", "main fails its build verification and no integrated task explains it: %s", clip.Line(failure, 160)))
 	default:
-		// The branch was broken before these attempts: they stay, and
+		// The branch failed before these attempts too: they stay, and
 		// the run goes on; the final build verification says so again.
-		u.Log.Add(p.entry("", "main was broken before these attempts; they stay integrated"))
+		// Why it failed there is said, since a build that timed out
+		// there may be slow rather than broken.
+		why := ""
+		if b.baseFailure != "" {
+			why = ": " + clip.Line(b.baseFailure, 160)
+		}
+		u.Log.Add(p.entry("", "main failed before these attempts too%s; they stay integrated", why))
 	}
 	return u, nil
 }
@@ -142,11 +148,13 @@ type bisection struct {
 	wt     *worktree.Worktree
 	recs   []Attempt
 	builds int
+	// baseFailure is why prefix 0 failed, when it was built and did.
+	baseFailure string
 }
 
 // run bisects over the attempts keys (in integration order); the head,
 // which holds them all, failed with failure. It returns nil when the
-// branch was broken before the first of them.
+// branch failed before the first of them too.
 //
 // Prefix 0 passes (known when it is the head last verified, else built),
 // prefix n fails: a binary search finds the first failing prefix k in
@@ -260,6 +268,9 @@ func (b *bisection) build(ctx context.Context, i int, with string) (bool, error)
 		return true, nil
 	}
 	b.log("build %d, %s: fails: %s", b.builds, label, clip.Line(failure, 160))
+	if i == 0 && with == "" {
+		b.baseFailure = failure
+	}
 	return false, nil
 }
 

@@ -144,8 +144,28 @@ func TestBuildBrokenBeforeTheRunFails(t *testing.T) {
 	log := logText(res.State)
 	require.Contains(t, log, "build verification failed on main at ")
 	require.Contains(t, log, "bisect: build 1, prefix 0 of 1: fails")
-	require.Contains(t, log, "main is broken and no integrated task explains it: go test ./... exited with code 1")
+	require.Contains(t, log, "main fails its build verification and no integrated task explains it: go test ./... exited with code 1")
 	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the try stays integrated")
+}
+
+// A build that times out on the branch as it was before a batch is not
+// called broken: the log says that it timed out there, and the batch
+// stays.
+func TestBuildTimingOutBeforeABatchSaysSo(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo}, "T2": {"calc/sub.go": subGo}}}
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, ""), task("T2", "Sub", []string{"calc/sub.go"}, "", "T1")))
+	p.VerifyCommand = []string{"go", "build", "./..."}
+	p.BuildCommand = []string{"sleep", "30"}
+	p.VerifyOpts.Timeout = 1500 * time.Millisecond
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, RunFailed, status)
+	log := logText(res.State)
+	require.Contains(t, log, "main failed before these attempts too: sleep 30 timed out after ")
+	require.NotContains(t, log, "broken before")
+	require.Equal(t, []string{"run-1/T1/1", "run-1/T2/1"}, trailers(t, dir), "the tries stay integrated")
 }
 
 // Without a build or verify command, build verification has nothing to
