@@ -134,9 +134,9 @@ func TestE2EMidRunResetIsNotUndone(t *testing.T) {
 		code, stdout, stderr = taskloom(t, resume...)
 		require.Equal(t, exitError, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		// The command it suggests finds the store the resume was given.
-		flags := ""
+		flags := " --repo " + review.ShellQuote(dir)
 		if len(db) > 0 {
-			flags = " --db " + review.ShellQuote(db[1])
+			flags += " --db " + review.ShellQuote(db[1])
 		}
 		want := fmt.Sprintf("taskloom: main was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s%s --accept-head\"\n",
 			id, user[:7], start[:7], id, flags)

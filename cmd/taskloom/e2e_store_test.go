@@ -240,7 +240,7 @@ func TestE2EStoreRetryExhausted(t *testing.T) {
 	require.Contains(t, errLines, "retrying for up to 2s")
 	lines := strings.Split(strings.TrimSpace(errLines), "\n")
 	require.Len(t, lines, 2, "the notice and one error line:\n%s", errLines)
-	require.Regexp(t, `^taskloom: run `+id+` stopped: store postgres://\S+ unreachable for 2s: .+; resume it when the store is back: taskloom resume `+id+` --db 'postgres://\S+'$`, lines[1])
+	require.Regexp(t, `^taskloom: run `+id+` stopped: store postgres://\S+ unreachable for 2s: .+; resume it when the store is back: taskloom resume `+id+` --repo \S+ --db 'postgres://\S+'$`, lines[1])
 	require.Equal(t, 1, strings.Count(stdout+errLines, "unreachable for 2s"), "the error is printed once\nstdout:\n%s", stdout)
 	require.NotContains(t, stdout, ": completed")
 

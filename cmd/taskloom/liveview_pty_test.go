@@ -216,7 +216,7 @@ func TestLiveViewCtrlCThenResume(t *testing.T) {
 	require.NotNil(t, m, "no run ID in:\n%s", strings.Join(lines, "\n"))
 	runID := m[1]
 	last := strings.TrimSpace(lines[len(lines)-1])
-	require.Equal(t, "taskloom resume "+runID, last, "the last line is the resume command")
+	require.Equal(t, "taskloom resume "+runID+" --repo "+repo, last, "the last line is the resume command, which works from anywhere")
 
 	code, out, errOut := reviewCLI(t, strings.NewReader(""), "status", runID, "--repo", repo, "--json")
 	require.Equal(t, 0, code, errOut)

@@ -53,6 +53,6 @@ func TestStatusAfterEveryDecision(t *testing.T) {
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	code, out, errOut = reviewCLI(t, strings.NewReader(""), "status", runID, "--repo", repo)
 	require.Equal(t, exitOK, code, errOut)
-	require.Contains(t, out, "next: taskloom resume "+runID+" (every escalation has a decision)\n")
+	require.Contains(t, out, "next: taskloom resume "+runID+" --repo "+repo+" (every escalation has a decision)\n")
 	require.NotContains(t, out, "next: review")
 }

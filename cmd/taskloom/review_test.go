@@ -242,7 +242,7 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 			// Only T1 is escalated, so --task may be left out.
 			code, out, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "skip")
 			require.Equal(t, exitOK, code, "stderr: %s", errOut)
-			require.Equal(t, "recorded for run "+runID+":\n  T1         skip\nnext: taskloom resume "+runID+"\n", out)
+			require.Equal(t, "recorded for run "+runID+":\n  T1         skip\nnext: taskloom resume "+runID+" --repo "+repo+"\n", out)
 
 			decisions, pending := recordedDecisions(t, repo, dbURL, runID)
 			require.Equal(t, map[string]nodes.Decision{"T1": {Action: nodes.ActionSkip}}, decisions)
@@ -254,7 +254,7 @@ func TestReviewFlagsSkipThenResume(t *testing.T) {
 
 			code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--action", "retry")
 			require.Equal(t, exitError, code)
-			require.Equal(t, "taskloom: run "+runID+" has no pending escalation: its review decisions are recorded; continue it with taskloom resume "+runID+"\n", errOut)
+			require.Equal(t, "taskloom: run "+runID+" has no pending escalation: its review decisions are recorded; continue it with taskloom resume "+runID+" --repo "+repo+"\n", errOut)
 
 			code, out, errOut = reviewCLI(t, strings.NewReader(""), "resume", runID, "--repo", repo)
 			require.Equal(t, exitPartial, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
@@ -320,7 +320,7 @@ func TestReviewFlagsTwoEscalations(t *testing.T) {
 	// A decision for one of two tasks is recorded; the run stays paused.
 	code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T2", "--action", "fixed")
 	require.Equal(t, exitOK, code, "stderr: %s", errOut)
-	require.Equal(t, "recorded for run "+runID+":\n  T2         fixed\nstill waiting for a decision: T1 (taskloom review "+runID+")\n", out)
+	require.Equal(t, "recorded for run "+runID+":\n  T2         fixed\nstill waiting for a decision: T1 (taskloom review "+runID+" --repo "+repo+")\n", out)
 	decisions, pending := recordedDecisions(t, repo, "", runID)
 	require.Equal(t, map[string]nodes.Decision{"T2": {Action: nodes.ActionFixed}}, decisions)
 	require.Equal(t, []string{"T1"}, pending)
@@ -341,7 +341,7 @@ func TestReviewFlagsAbort(t *testing.T) {
 	// With T2 still undecided, --resume does not resume.
 	code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T1", "--action", "skip", "--resume")
 	require.Equal(t, exitReview, code, "stderr: %s", errOut)
-	require.Equal(t, "recorded for run "+runID+":\n  T1         skip\nstill waiting for a decision: T2 (taskloom review "+runID+")\n"+
+	require.Equal(t, "recorded for run "+runID+":\n  T1         skip\nstill waiting for a decision: T2 (taskloom review "+runID+" --repo "+repo+")\n"+
 		"not resuming: the run resumes once every escalated task has a decision\n", out)
 
 	// abort needs no --task and answers every pending escalation.
@@ -382,7 +382,7 @@ func TestReviewInteractive(t *testing.T) {
 		`Retry T1 with the note "` + testkit.ReviewNote + `"? [Y/n] `,
 		"Skip T2? [Y/n] ",
 		"recorded for run " + runID + ":\n  T1         retry (note: " + testkit.ReviewNote + ")\n  T2         skip\n",
-		"Resume now? [y/N] next: taskloom resume " + runID + "\n",
+		"Resume now? [y/N] next: taskloom resume " + runID + " --repo " + repo + "\n",
 	} {
 		require.Contains(t, out, want)
 	}

@@ -173,15 +173,25 @@ func reportError(err error, stderr io.Writer) int {
 }
 
 // nextFlags is what a taskloom command printed for the user to run next
-// needs to find the same store: the --db given on this command line, its
-// password masked, or "". The repo's own store, or one TASKLOOM_DB or the
-// config names, the next command finds the same way without it.
+// needs to find the same run: the --repo and --db given on this command
+// line, the repo made absolute and the password masked, or "". The repo's
+// own store, or one TASKLOOM_DB or the config names, the next command finds
+// the same way without them.
 func nextFlags(cmd *cobra.Command) string {
-	f := cmd.Flags().Lookup("db")
-	if f == nil || !f.Changed || f.Value.String() == "" {
-		return ""
+	var out string
+	// A repo named on the command line is named again, absolute, so that
+	// the command works from wherever it is pasted.
+	if f := cmd.Flags().Lookup("repo"); f != nil && f.Changed && f.Value.String() != "" {
+		repo := f.Value.String()
+		if abs, err := filepath.Abs(repo); err == nil {
+			repo = abs
+		}
+		out += " --repo " + review.ShellQuote(repo)
 	}
-	return " --db " + review.ShellQuote(config.RedactURL(f.Value.String()))
+	if f := cmd.Flags().Lookup("db"); f != nil && f.Changed && f.Value.String() != "" {
+		out += " --db " + review.ShellQuote(config.RedactURL(f.Value.String()))
+	}
+	return out
 }
 
 // runIDOpts are the options of a command that takes an optional RUN_ID.

@@ -451,7 +451,7 @@ func TestNextCommandsCarryTheStoreFlag(t *testing.T) {
 	code, out, errOut := r.cli(t, "run", filepath.Join(r.dir, "PRODUCT_esc.md"), "--model", "scripted:"+r.script)
 	require.Equal(t, exitReview, code, "stdout: %s\nstderr: %s", out, errOut)
 	runID := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "run ")
-	db := " --db '" + config.RedactURL(u.String()) + "'"
+	db := " --repo " + r.dir + " --db '" + config.RedactURL(u.String()) + "'"
 	require.NotContains(t, db, "s3cr3t-pw")
 	require.Contains(t, out, "paused for human review: taskloom review "+runID+db+", then taskloom resume "+runID+db+"\n")
 	_, out, _ = r.cli(t, "status", runID)
@@ -461,7 +461,8 @@ func TestNextCommandsCarryTheStoreFlag(t *testing.T) {
 	plain := newStatusRepo(t, "")
 	runID = plain.start(t, "PRODUCT_esc.md", exitReview)
 	_, out, _ = plain.cli(t, "status", runID)
-	require.Contains(t, out, "next: review the escalations with taskloom review "+runID+", then taskloom resume "+runID+"\n")
+	at := " --repo " + plain.dir
+	require.Contains(t, out, "next: review the escalations with taskloom review "+runID+at+", then taskloom resume "+runID+at+"\n")
 }
 
 // resume, review and replan work on a run already there: in a repo that
