@@ -30,7 +30,13 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	}
 	p.cleanWorktrees(ctx)
 	final := finished(tasksOf(s)) && len(s.Escalations.Get()) == 0
-	head := s.Head.Get()
+	head, own, err := p.verifiedHead(ctx, s)
+	if err != nil {
+		return u, fmt.Errorf("build verification: %w", err)
+	}
+	if head != s.Head.Get() {
+		u.Head.Set(head)
+	}
 	if len(s.Queue.Get()) > 0 {
 		u.Queue.Set(nil)
 	}
@@ -71,6 +77,21 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		return u, nil
 	}
 	u.Log.Add(p.entry("", "build verification failed on main at %s: %s", short(head), clip.Line(failure, 160)))
+	if own != "" {
+		passed, err := p.ownHeadPasses(ctx, s, wt.Path, own)
+		if err != nil {
+			return u, err
+		}
+		if passed {
+			// The run's tasks did not break it: nothing of theirs is
+			// reverted, and a finished run fails, as main does.
+			u.Log.Add(p.entry("", "the run's own head %s passes: commits made on main outside the run broke it, and are yours to fix", short(own)))
+			if final {
+				u.Outcome.Set(OutcomeFailed)
+			}
+			return u, nil
+		}
+	}
 	keys := s.Queue.Get()
 	if len(keys) == 0 {
 		keys = s.Integrated.Items()
@@ -98,6 +119,39 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		u.Log.Add(p.entry("", "main failed before these attempts too%s; they stay integrated", why))
 	}
 	return u, nil
+}
+
+// verifiedHead returns the head of the target branch that build
+// verification checks: its head now, which holds what the user committed
+// there during the run (a task they fixed by hand, say) as well as what
+// the run integrated. own is the run's last recorded head when the branch
+// has moved on from it, else "". A branch reset under the run is a
+// *worktree.ResetError.
+func (p *Pipeline) verifiedHead(ctx context.Context, s State) (head, own string, err error) {
+	recorded := s.Head.Get()
+	if head, err = p.Repo.Head(ctx); err != nil || recorded == "" || head == recorded {
+		return head, "", err
+	}
+	if err := p.Repo.CheckHead(ctx, s.RunID.Get(), recorded); err != nil {
+		return "", "", err
+	}
+	return head, recorded, nil
+}
+
+// ownHeadPasses reports whether the run's own head passes the build, in
+// the build worktree dir: known when it passed before, else built.
+func (p *Pipeline) ownHeadPasses(ctx context.Context, s State, dir, own string) (bool, error) {
+	if own == s.Verified.Get() {
+		return true, nil
+	}
+	if _, err := gitOutput(ctx, dir, "reset", "-q", "--hard"); err != nil {
+		return false, err
+	}
+	if _, err := gitOutput(ctx, dir, "checkout", "-q", "--detach", own); err != nil {
+		return false, err
+	}
+	failure, err := p.checkBuild(ctx, dir)
+	return failure == "", err
 }
 
 // checkBuild runs the build command and the verify command in dir and

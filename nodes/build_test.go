@@ -2,6 +2,8 @@ package nodes
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store/storetest"
 	"github.com/taskloom/taskloom/verify"
@@ -243,4 +246,38 @@ func TestBuildTimeoutSaysSo(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(failure, "sleep 30 timed out after "), failure)
 	require.Contains(t, strings.SplitN(failure, "\n", 2)[0], "(verify.timeout) and was killed")
+}
+
+// What the user commits on main during a run is verified with the run's
+// own work: a task they mark fixed by hand with a commit that fails its
+// tests does not end the run completed, and the run's own tasks, which
+// pass without that commit, are not reverted for it.
+func TestBuildVerificationChecksCommitsMadeOutsideTheRun(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{
+		"T1": {"calc/add.go": addGo, "calc/add_test.go": addTestGo},
+		"T2": {"calc/mul.go": mulWrongGo, "calc/mul_test.go": mulTestGo},
+	}}
+	p := newTestPipeline(t, dir, w, planOf(
+		task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go"),
+		task("T2", "Mul", []string{"calc/mul.go"}, "calc/mul_test.go", "T1"),
+	))
+	p.MaxAttempts = 1
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, RunPaused, status, logText(res.State))
+
+	// The user's fix of T2 still fails its test.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "calc/mul.go"), []byte(mulWrongGo), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "calc/mul_test.go"), []byte(mulTestGo), 0o644))
+	testkit.Git(t, dir, "add", "calc")
+	testkit.Git(t, dir, "commit", "-q", "-m", "fix mul by hand")
+	res, status = h.review(res, func(EscalationPayload) Decision { return Decision{Action: ActionFixed} })
+	require.Equal(t, RunFailed, status, logText(res.State))
+	log := logText(res.State)
+	require.Contains(t, log, "build verification failed on main at ")
+	require.Contains(t, log, "commits made on main outside the run broke it")
+	require.NotContains(t, log, "passed before")
+	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "T1 is not reverted")
 }
