@@ -317,7 +317,7 @@ func Workers(res graph.Result[State]) []WorkerStatus {
 			}
 		}
 	}
-	activity := "implementing"
+	activity := ActivityImplementing
 	for _, n := range res.Next {
 		switch n {
 		case NodeVerify, NodeVerifyParallel:
@@ -346,6 +346,10 @@ func Workers(res graph.Result[State]) []WorkerStatus {
 	}
 	return out
 }
+
+// ActivityImplementing is a worker's activity in status while its
+// attempt's worker runs.
+const ActivityImplementing = "implementing"
 
 func isStartEntry(en Entry) bool {
 	return strings.HasPrefix(en.Text, "started ")

@@ -5,9 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/agent"
@@ -213,4 +215,92 @@ func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	var errs []string
 	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job WHERE id = $1`, id).Scan(&errs))
 	require.Contains(t, errs[0], "worker lost:1: fetch refs/taskloom/bases/r3/T1/1 from origin")
+}
+
+// frozen is a worker's store whose lease renewals hang while the worker is
+// frozen, as a laptop asleep or a paused VM would leave them.
+type frozen struct {
+	*postgres.Driver
+	mu   sync.Mutex
+	thaw chan struct{} // nil while not frozen
+}
+
+func (f *frozen) freeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.thaw = make(chan struct{})
+}
+
+func (f *frozen) unfreeze() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.thaw)
+	f.thaw = nil
+}
+
+func (f *frozen) RenewLease(ctx context.Context, job int64, worker string, ttl time.Duration, tool, summary string) (bool, error) {
+	f.mu.Lock()
+	thaw := f.thaw
+	f.mu.Unlock()
+	if thaw != nil {
+		<-thaw
+	}
+	return f.Driver.RenewLease(ctx, job, worker, ttl, tool, summary)
+}
+
+// A worker frozen past its lease that comes back leaves the attempt to the
+// worker that took it over: the attempt ends once, with the other's result,
+// and the frozen worker's end costs no try.
+func TestFrozenWorkerComesBack(t *testing.T) {
+	ctx := context.Background()
+	db := newDB(t)
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Lease: 2 * time.Second, Poll: 50 * time.Millisecond})
+	require.NoError(t, err)
+
+	sleepy := &frozen{Driver: db}
+	entered, left := make(chan struct{}), make(chan struct{})
+	stop, err := queue.Start(ctx, sleepy, &queue.WorkOpts{Name: "sleepy:1", Poll: 100 * time.Millisecond,
+		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
+			close(entered)
+			<-ctx.Done()
+			defer close(left)
+			return nodes.AttemptResult{}, context.Cause(ctx)
+		}})
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	done := make(chan nodes.AttemptResult, 1)
+	go func() {
+		res, err := d.Dispatch(ctx, nodes.AttemptJob{RunID: "r5", Task: taskOf("T1"), Attempt: 1}, func(nodes.Activity) {})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	<-entered
+	sleepy.freeze()
+
+	release, taken := make(chan struct{}), make(chan struct{})
+	stop2, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "awake:2", Poll: 100 * time.Millisecond,
+		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
+			close(taken)
+			<-release
+			return nodes.AttemptResult{Note: "done by awake:2"}, nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(stop2)
+	<-taken // the lease lapsed and the run handed the attempt over
+	sleepy.unfreeze()
+	<-left // the frozen worker found its lease gone
+	time.Sleep(500 * time.Millisecond)
+	close(release)
+	res := <-done
+	require.Equal(t, "awake:2", res.Worker)
+	require.Equal(t, "done by awake:2", res.Note)
+
+	var state string
+	var tries int
+	var errs []string
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT state, attempt, array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job`).Scan(&state, &tries, &errs))
+	require.Equal(t, "completed", state)
+	require.Equal(t, 2, tries, "the frozen worker's try and the other's")
+	require.Len(t, errs, 1, "only the hand-over is an error: %q", errs)
+	require.Contains(t, errs[0], "worker sleepy:1 stopped renewing its lease")
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -161,25 +162,61 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	wctx = nodes.WithActivityFunc(wctx, l.report)
 	w.opts.Logger.InfoContext(ctx, "attempt taken", slog.String("run", a.RunID), slog.String("task", a.TaskID), slog.Int("attempt", a.Attempt), slog.Int("try", job.Attempt))
 	res, err := w.opts.Run(wctx, a)
-	if cause := context.Cause(wctx); errors.Is(cause, errLeaseLost) {
-		err = cause
-	}
+	lost := errors.Is(context.Cause(wctx), errLeaseLost)
 	cancel(nil)
 	<-done
-	if errors.Is(err, ErrElsewhere) {
+	switch {
+	case lost:
+		// The lease is another worker's now, and so is the job: River
+		// would record this try's end on the other's (it checks the job
+		// is running, not whose try runs). Waiting until the other's try
+		// has ended makes this one's end change nothing.
+		awaitOtherTry(ctx, job)
+		return fmt.Errorf("worker %s: %w", w.opts.Name, errLeaseLost)
+	case errors.Is(err, ErrElsewhere):
 		l.drop(ctx)
 		return river.JobSnooze(time.Second)
+	case err != nil:
+		// The lease outlives the try for a moment, until River records
+		// the failure, so that the run does not take the attempt for a
+		// dead worker's; then it lapses, and status stops naming this
+		// worker.
+		l.last(ctx, handBackHold, "failed here; back to the queue")
+		return fmt.Errorf("worker %s: %w", w.opts.Name, err)
 	}
 	// The job stays running until River's completer records how it
 	// ended, a moment later: the lease is kept over that gap, so that
 	// the run does not take the finished attempt for a dead worker's and
 	// queue it again. The run drops it once it has the result.
-	l.finish(ctx)
-	if err != nil {
-		return fmt.Errorf("worker %s: %w", w.opts.Name, err)
-	}
+	l.last(ctx, l.ttl, "finished; recording the result")
 	res.Worker = w.opts.Name
 	return river.RecordOutput(ctx, res)
+}
+
+// handBackHold is how long a worker's lease outlives a try that failed:
+// long enough for River to record the failure.
+const handBackHold = 5 * time.Second
+
+// awaitOtherTry returns once job is no longer running another worker's
+// try (a later one than job's), or ctx is done.
+func awaitOtherTry(ctx context.Context, job *river.Job[Args]) {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		row, err := client.JobGet(ctx, job.ID)
+		if err == nil && (row.State != rivertype.JobStateRunning || row.Attempt <= job.Attempt) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // holder is a worker's lease on one attempt, with what it is doing.
@@ -254,9 +291,10 @@ func (h *holder) renew(ctx context.Context, lost context.CancelCauseFunc) {
 	}
 }
 
-// finish renews the lease one last time, saying the attempt is done.
-func (h *holder) finish(ctx context.Context) {
-	_, _ = h.db.RenewLease(context.WithoutCancel(ctx), h.job, h.worker, h.ttl, "worker", "finished; recording the result")
+// last renews the lease one last time, for ttl, saying how the try
+// ended.
+func (h *holder) last(ctx context.Context, ttl time.Duration, summary string) {
+	_, _ = h.db.RenewLease(context.WithoutCancel(ctx), h.job, h.worker, ttl, "worker", summary)
 }
 
 func (h *holder) drop(ctx context.Context) {

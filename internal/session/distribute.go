@@ -69,7 +69,7 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 
 // MarkWorkers names, on each of a run's in-flight attempts, the worker
 // process that holds it (host:pid) and what that worker says it is doing,
-// from the leases in the database. A SQLite store has none: ws is left as
+// from the leases in the database; an attempt no worker holds is queued. A SQLite store has none: ws is left as
 // it is.
 func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.WorkerStatus) error {
 	db := s.queue()
@@ -81,11 +81,17 @@ func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.Work
 		return err
 	}
 	for i, w := range ws {
+		held := false
 		for _, l := range leases {
 			if l.TaskID == w.TaskID && l.Attempt == w.Attempt {
 				ws[i].Host = l.Worker
 				ws[i].Activity = strings.TrimSpace(l.Tool + " " + l.Summary)
+				held = true
 			}
+		}
+		if !held && w.Activity == nodes.ActivityImplementing {
+			// No worker holds it: it waits in the queue.
+			ws[i].Activity = "queued; no taskloom worker has taken it yet"
 		}
 	}
 	return nil
