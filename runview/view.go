@@ -1,7 +1,9 @@
 package runview
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -191,7 +193,12 @@ func (v *View) Graph(e graph.Event) {
 			v.setMilestones(u)
 		}
 	case graph.EventError:
-		v.plain("error in step %d: %s", e.Step, clip.Line(e.Error, 0))
+		// A run stopped by Ctrl-C ends its steps with the cancelled
+		// context: the stop, which the end of the run reports, is no
+		// error.
+		if !errors.Is(e.Err, context.Canceled) {
+			v.plain("error in step %d: %s", e.Step, clip.Line(e.Error, 0))
+		}
 	case graph.EventInterrupt:
 		v.plain("%d task(s) need a human review", len(e.Interrupts))
 	}

@@ -2,7 +2,10 @@ package runview
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -134,4 +137,18 @@ func TestInterruptedEndsWithTheResumeCommand(t *testing.T) {
 	New(&out, Opts{RunID: "R9"}).Finish(graph.Result[nodes.State]{}, nodes.RunInterrupted, 130)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Equal(t, "taskloom resume R9", lines[len(lines)-1])
+}
+
+// Ctrl-C ends a run's step with the cancelled context: no error line for
+// that, while a node's own error still gets one.
+func TestStoppedStepIsNoError(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	v := New(&out, Opts{RunID: "R1"})
+	stopped := fmt.Errorf("node implement_tasks_parallel: agent worker: conversation R1/T2/1 cancelled: %w", context.Canceled)
+	v.Graph(graph.Event{Kind: graph.EventError, Step: 3, Err: stopped, Error: stopped.Error()})
+	require.Empty(t, out.String())
+	failed := errors.New("node build_verification: disk full")
+	v.Graph(graph.Event{Kind: graph.EventError, Step: 6, Err: failed, Error: failed.Error()})
+	require.Regexp(t, `^\d\d:\d\d:\d\d error in step 6: node build_verification: disk full\n$`, out.String())
 }
