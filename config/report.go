@@ -93,10 +93,25 @@ func flatten(prefix string, m map[string]any, out map[string]any) {
 }
 
 // WriteDefault writes the defaults to the config file of the repo at
-// root, refusing to overwrite one, and returns its path.
-func WriteDefault(root string) (string, error) {
+// root, refusing to overwrite one, and returns its path and the project
+// the repo holds. The verify and build commands are the project's (the
+// defaults are Go's).
+func WriteDefault(root string) (string, Project, error) {
 	path := filepath.Join(root, FileName)
-	data, err := json.MarshalIndent(Default(), "", "  ")
+	proj := DetectProject(root)
+	cfg := Default()
+	if proj.Kind != "" {
+		cfg.Verify.Command, cfg.BuildVerification.Command = proj.Verify, proj.Build
+		if cfg.BuildVerification.Command == nil {
+			cfg.BuildVerification.Command = []string{}
+		}
+	}
+	path, err := writeNew(path, cfg)
+	return path, proj, err
+}
+
+func writeNew(path string, cfg Config) (string, error) {
+	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return path, err
 	}

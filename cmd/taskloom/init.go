@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +36,7 @@ func (o *initOpts) Run(ctx context.Context, _ *cobra.Command, w io.Writer) error
 	} else if err != nil {
 		return err
 	}
-	path, err := config.WriteDefault(root)
+	path, proj, err := config.WriteDefault(root)
 	if err != nil {
 		return err
 	}
@@ -43,6 +44,11 @@ func (o *initOpts) Run(ctx context.Context, _ *cobra.Command, w io.Writer) error
 		return err
 	}
 	fmt.Fprintf(w, "wrote %s (the defaults; see taskloom config)\n", path)
+	if proj.Kind != "" {
+		fmt.Fprintf(w, "this repo is %s: verify.command is %s\n", proj, strings.Join(proj.Verify, " "))
+	} else {
+		fmt.Fprintf(w, "found %s: verify.command is go test ./...; set it to the command that runs your tests\n", proj)
+	}
 	fmt.Fprintf(w, "added .taskloom/ to the repo's exclude file\n")
 	fmt.Fprintf(w, "next: taskloom doctor, then taskloom run PRODUCT.md\n")
 	return nil

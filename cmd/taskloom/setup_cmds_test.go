@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/graph"
 )
 
@@ -153,4 +154,33 @@ func TestConfigCommand(t *testing.T) {
 	require.Contains(t, out, "ANTHROPIC_API_KEY: set")
 	require.NotContains(t, out, "sk-ant-config-test-secret")
 	require.NoDirExists(t, filepath.Join(dir, ".taskloom"), "config only reads")
+}
+
+// init writes the test command of the project the repo holds, and doctor
+// fails a Go test command in a project of another kind, where every task
+// would fail before a test ran.
+func TestInitAndDoctorFollowTheProject(t *testing.T) {
+	t.Parallel()
+	session := filepath.Join(t.TempDir(), "s.json")
+	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": []}`), 0o644))
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname = \"calc\"\n"), 0o644))
+	git(t, dir, "add", "pyproject.toml")
+	git(t, dir, "commit", "-q", "-m", "first")
+
+	// The defaults' go test ./... cannot run here.
+	code, out, _ := taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "FAIL verify   verify.command runs go, but this repo, a python project (pyproject.toml), has no go.mod: set it to python3 -m pytest -q\n")
+
+	code, out, errOut := taskloom(t, "init", "--repo", dir)
+	require.Equal(t, exitOK, code, errOut)
+	require.Contains(t, out, "this repo is a python project (pyproject.toml): verify.command is python3 -m pytest -q\n")
+	cfg, err := config.Load(config.LoadOpts{RepoDir: dir})
+	require.NoError(t, err)
+	require.Equal(t, []string{"python3", "-m", "pytest", "-q"}, cfg.Verify.Command)
+	require.Empty(t, cfg.BuildVerification.Command, "the tests are the build check")
+	_, out, _ = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
+	require.NotContains(t, out, "runs go")
 }

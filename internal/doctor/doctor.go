@@ -81,7 +81,7 @@ func Run(ctx context.Context, repo string, load LoadFunc) ([]Check, error) {
 		r.checkWorkers(ctx, cfg, root)
 	}
 	r.checkModel(cfg)
-	r.checkVerify(ctx, cfg)
+	r.checkVerify(ctx, cfg, root)
 	r.checkMCP(ctx, cfg)
 	r.checkLinear(ctx, cfg)
 
@@ -205,20 +205,36 @@ func (r *report) checkModel(cfg config.Config) {
 	r.add("model", "ok", "%s, %s is set", spec, key)
 }
 
-func (r *report) checkVerify(ctx context.Context, cfg config.Config) {
+func (r *report) checkVerify(ctx context.Context, cfg config.Config, root string) {
 	if len(cfg.Verify.Command) == 0 {
 		r.add("verify", "ok", "derived from each task's test files")
 	} else {
-		r.checkCommand(ctx, cfg, "verify", "verify.command", cfg.Verify.Command)
+		r.checkCommand(ctx, cfg, root, "verify", "verify.command", cfg.Verify.Command)
 	}
 	if len(cfg.BuildVerification.Command) > 0 {
-		r.checkCommand(ctx, cfg, "build", "build_verification.command", cfg.BuildVerification.Command)
+		r.checkCommand(ctx, cfg, root, "build", "build_verification.command", cfg.BuildVerification.Command)
 	}
 }
 
 // checkCommand looks for a command's program in the PATH the sandbox
 // gives it.
-func (r *report) checkCommand(ctx context.Context, cfg config.Config, name, key string, argv []string) {
+func (r *report) checkCommand(ctx context.Context, cfg config.Config, root, name, key string, argv []string) {
+	if config.GoWithoutModule(root, argv) {
+		// In a project of another kind, every task would fail on it
+		// before a test ran and use up its attempts. A repo with no
+		// project file yet may get its go.mod from the first task.
+		p := config.DetectProject(root)
+		if p.Kind == "" {
+			r.add(name, "warn", "%s runs go, but the repo has no go.mod yet: fine if the first task creates one, else set %s to the command that runs your tests", key, key)
+			return
+		}
+		fix := "set it to " + strings.Join(p.Verify, " ")
+		if name == "build" {
+			fix = "set it to [] (the tests are the build check) or to your build command"
+		}
+		r.add(name, "fail", "%s runs go, but this repo, %s, has no go.mod: %s", key, p, fix)
+		return
+	}
 	env := proc.ReduceEnv(os.Environ(), cfg.Sandbox.EnvAllow)
 	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"sh", "-c", `command -v "$1"`, "sh", argv[0]}, Env: env})
 	if err != nil || res.ExitCode != 0 {
