@@ -368,9 +368,9 @@ func (p *Pipeline) buildRouter(_ context.Context, s State) (string, error) {
 		return graph.END, nil
 	case len(s.Culprits.Get()) > 0:
 		return NodeRevert, nil
-	case len(s.Escalations.Get()) > 0:
-		return NodeEscalation, nil
 	}
+	// An escalation pending waits until select_task finds nothing else to
+	// run.
 	return NodeSelect, nil
 }
 

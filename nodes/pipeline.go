@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -286,7 +287,13 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 	if p.SlotsFunc != nil {
 		n = max(n, p.SlotsFunc(ctx))
 	}
-	batch := scheduler.SelectBatch(tasks, n, p.schedOpts(s))
+	escs := s.Escalations.Get()
+	batch := scheduler.SelectBatch(withoutEscalated(tasks, escs), n, p.schedOpts(s))
+	if len(batch) == 0 && len(escs) > 0 {
+		// What is left waits on the review: the run pauses for it.
+		putChanged(&u, s, tasks)
+		return u, nil
+	}
 	if len(batch) == 0 {
 		err := scheduler.Deadlock(tasks)
 		var dl *scheduler.DeadlockError
@@ -319,6 +326,23 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 	putChanged(&u, s, tasks)
 	u.Batch.Set(batch)
 	return u, nil
+}
+
+// withoutEscalated returns tasks as selection sees them while escalations
+// wait for review: an escalated task is not run again before its review,
+// even one left pending (a question, a provider that kept failing), and
+// so neither are the tasks that depend on it.
+func withoutEscalated(tasks []planner.Task, escs []Escalation) []planner.Task {
+	if len(escs) == 0 {
+		return tasks
+	}
+	out := slices.Clone(tasks)
+	for i := range out {
+		if slices.ContainsFunc(escs, func(e Escalation) bool { return e.TaskID == out[i].ID }) && out[i].Status == planner.StatusPending {
+			out[i].Status = planner.StatusBlocked
+		}
+	}
+	return out
 }
 
 // cleanWorktrees removes the worktrees of finished tries. It runs where no
@@ -365,14 +389,14 @@ func (p *Pipeline) removeFinished(ctx context.Context, s State) {
 }
 
 func (p *Pipeline) selectRouter(_ context.Context, s State) ([]graph.Send, error) {
-	if len(s.Escalations.Get()) > 0 {
-		return []graph.Send{{Node: NodeEscalation}}, nil
-	}
 	batch := s.Batch.Get()
-	switch len(batch) {
-	case 0:
+	switch {
+	case len(batch) == 0 && len(s.Escalations.Get()) > 0:
+		// Nothing is left that does not wait on an escalated task.
+		return []graph.Send{{Node: NodeEscalation}}, nil
+	case len(batch) == 0:
 		return []graph.Send{{Node: NodeBuild}}, nil
-	case 1:
+	case len(batch) == 1:
 		return []graph.Send{{Node: NodeImplement}}, nil
 	}
 	sends := make([]graph.Send, len(batch))

@@ -236,3 +236,35 @@ func TestSelectDeadlockEscalates(t *testing.T) {
 	require.Equal(t, RunCompleted, status)
 	require.Contains(t, logText(res.State), "build verification passed on main at ")
 }
+
+// A task that escalates does not pause the run before the tasks that do
+// not depend on it: they run first, and the run pauses for review once
+// nothing else is left, as an unattended run should.
+func TestEscalationWaitsForIndependentTasks(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{
+		"T1": {"calc/mul.go": mulWrongGo, "calc/mul_test.go": mulTestGo},
+		"T2": {"calc/add.go": addGo, "calc/add_test.go": addTestGo},
+		"T3": {"calc/sub.go": subGo, "calc/sub_test.go": subTestGo},
+	}}
+	p := newTestPipeline(t, dir, w, planOf(
+		task("T1", "Mul", []string{"calc/mul.go"}, "calc/mul_test.go"),
+		task("T2", "Add", []string{"calc/add.go"}, "calc/add_test.go"),
+		task("T3", "Sub", []string{"calc/sub.go"}, "calc/sub_test.go", "T1"),
+	))
+	p.MaxAttempts = 2
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, RunPaused, status, logText(res.State))
+	require.Equal(t, planner.StatusCompleted, taskStatus(t, res.State, "T2"), "T2 ran before the pause")
+	require.Equal(t, planner.StatusBlocked, taskStatus(t, res.State, "T3"), "T3 waits on T1's review")
+	require.Equal(t, []string{"run-1/T2/1"}, trailers(t, dir))
+	ps := payloads(t, res)
+	require.Len(t, ps, 1)
+	require.Equal(t, "T1", ps[0].TaskID)
+
+	res, status = h.review(res, func(EscalationPayload) Decision { return Decision{Action: ActionSkip} })
+	require.Equal(t, RunPartial, status)
+	require.Equal(t, planner.StatusBlocked, taskStatus(t, res.State, "T3"))
+}

@@ -271,17 +271,16 @@ func (p *Pipeline) integrateRouter(_ context.Context, s State) (string, error) {
 	if len(s.Queue.Get()) > 0 {
 		return NodeBuild, nil // the merge queue: the batch is checked on main first
 	}
-	if len(s.Escalations.Get()) > 0 {
-		return NodeEscalation, nil
-	}
 	tasks := tasksOf(s)
-	if finished(tasks) {
-		return NodeBuild, nil
-	}
 	if batch := s.Batch.Get(); len(batch) == 1 && p.Workers <= 1 {
 		if t := findTask(tasks, batch[0]); t != nil && t.Status == planner.StatusPending && t.Attempts > 0 {
 			return NodeImplement, nil // retry with the error
 		}
 	}
+	if len(s.Escalations.Get()) == 0 && finished(tasks) {
+		return NodeBuild, nil
+	}
+	// With an escalation pending, the tasks that do not wait on it run
+	// first: select_task pauses the run for review once none is left.
 	return NodeSelect, nil
 }
