@@ -128,7 +128,11 @@ func testCounts(v *verify.Verdict) string {
 		}
 		return v.Runner() + ", exit code 0"
 	}
-	return fmt.Sprintf("%s: %d tests, %d skipped", v.Runner(), v.Total, v.Skipped)
+	noun := "tests"
+	if v.Total == 1 {
+		noun = "test"
+	}
+	return fmt.Sprintf("%s: %d %s, %d skipped", v.Runner(), v.Total, noun, v.Skipped)
 }
 
 // failAttempt records a failed attempt: its error, its diff for the

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -112,8 +113,8 @@ func restLine(rest []Failure, limit int) string {
 }
 
 // Runner names the runners whose reports the verdict was read from, by
-// their own names ("go test", "pytest", "jest", "vitest"), joined by
-// "+"; "exit code" when no report was read.
+// their own names ("go test", "pytest", "jest", "vitest"), each once,
+// joined by "+"; "exit code" when no report was read.
 func (r Verdict) Runner() string {
 	var names []string
 	for f := range strings.SplitSeq(r.Format, "+") {
@@ -122,7 +123,9 @@ func (r Verdict) Runner() string {
 		if name == "" {
 			name = f
 		}
-		names = append(names, name)
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
 	}
 	return strings.Join(names, "+")
 }

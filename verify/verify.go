@@ -208,19 +208,33 @@ func missingFiles(dir string, names []string) []string {
 	return missing
 }
 
-// merge folds the verdicts of the commands into base.
+// merge folds the verdicts of the commands into base. The commands run
+// one after the other, each once those before it passed. A later command
+// of the same runner (the suite) normally runs the earlier one's tests
+// (the task's test files) again: of one runner's commands, Total and
+// Skipped count the largest, not their sum, which would count those tests
+// twice; different runners' tests add up.
 func merge(base Verdict, vs []Verdict) Verdict {
 	passed := len(base.MissingFiles) == 0
 	var formats, outputs []string
+	type counts struct{ total, skipped int }
+	largest := map[string]counts{}
+	for _, v := range vs {
+		if c := largest[v.Format]; v.Total >= c.total {
+			largest[v.Format] = counts{v.Total, v.Skipped}
+		}
+	}
+	for _, c := range largest {
+		base.Total += c.total
+		base.Skipped += c.skipped
+	}
 	for _, v := range vs {
 		passed = passed && v.Passed
 		if base.ExitCode == 0 {
 			base.ExitCode = v.ExitCode
 		}
 		base.TimedOut = base.TimedOut || v.TimedOut
-		base.Total += v.Total
 		base.Failed += v.Failed
-		base.Skipped += v.Skipped
 		base.Failures = append(base.Failures, v.Failures...)
 		formats = append(formats, v.Format)
 		outputs = append(outputs, v.Output)

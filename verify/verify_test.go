@@ -681,6 +681,14 @@ func TestMerge(t *testing.T) {
 	require.Equal(t, "ok\n1 failed", got.Output)
 	require.Len(t, got.Failures, 1)
 
+	// The suite runs the task's tests again: they count once.
+	same := merge(Verdict{}, []Verdict{
+		{Passed: true, Format: FormatGoJSON, Total: 1},
+		{Passed: true, Format: FormatGoJSON, Total: 4, Skipped: 1},
+	})
+	require.Equal(t, [3]int{4, 0, 1}, [3]int{same.Total, same.Failed, same.Skipped})
+	require.Equal(t, "go test", same.Runner())
+
 	passed := merge(Verdict{}, []Verdict{{Passed: true, Format: FormatExitCode}})
 	require.True(t, passed.Passed)
 	missing := merge(Verdict{MissingFiles: []string{"a.go"}}, []Verdict{{Passed: true}})

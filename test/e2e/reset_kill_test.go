@@ -34,9 +34,9 @@ func TestKillResetResume(t *testing.T) {
 			reset := strings.TrimSpace(killGit(t, dir, "rev-parse", "main"))
 
 			// The command it suggests finds the store the resume was given.
-			flags := ""
+			flags := " --repo '" + dir + "'"
 			if db != "" {
-				flags = " --db '" + db + "'"
+				flags += " --db '" + db + "'"
 			}
 			want := fmt.Sprintf("taskloom: main was reset or rewritten under run %s: it was at %s, now at %s; restore it, or run \"taskloom resume %s%s --accept-head\"\n",
 				runID, integrated[:7], reset[:7], runID, flags)
