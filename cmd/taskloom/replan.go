@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/tmc/langchaingo/llms"
@@ -58,6 +59,11 @@ func (o *replanOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 	next := "nothing recorded: add --apply to record this replan\n"
 	if res.Applied {
 		next = fmt.Sprintf("recorded as checkpoint %d; continue with: taskloom resume %s%s\n", res.Checkpoint, o.RunID, nextFlags(cmd))
+		if files := session.Uncommitted(ctx, run.Repo); len(files) > 0 {
+			// The edited PRODUCT.md, most often: resume would refuse.
+			next = fmt.Sprintf("recorded as checkpoint %d; commit %s first (resume integrates into that checkout), then continue with: taskloom resume %s%s\n",
+				res.Checkpoint, strings.Join(files, ", "), o.RunID, nextFlags(cmd))
+		}
 	}
 	_, err = io.WriteString(w, next)
 	return err

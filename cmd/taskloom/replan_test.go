@@ -117,8 +117,13 @@ func testE2EReplan(t *testing.T, db []string) {
 	require.Equal(t, []string{"T1"}, dry.Added[0].Dependencies)
 	require.Equal(t, []string{"T4"}, replanIDs(dry.Removed))
 
-	code, stdout, stderr = taskloom(t, append([]string{"replan", id, edited, "--repo", dir, "--apply"}, db...)...)
+	// The user edits the repo's own PRODUCT.md, which resume needs
+	// committed: replan says so.
+	require.NoError(t, os.WriteFile(product, []byte(replanEdited), 0o644))
+	code, stdout, stderr = taskloom(t, append([]string{"replan", id, product, "--repo", dir, "--apply"}, db...)...)
 	require.Equal(t, 0, code, "replan --apply\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stdout, "; commit PRODUCT.md first (resume integrates into that checkout), then continue with: taskloom resume "+id)
+	git(t, dir, "commit", "-q", "-am", "edit the product")
 	require.Contains(t, stdout, "changed  T2       failed -> pending")
 	require.Contains(t, stdout, "added    T5       pending")
 	require.Contains(t, stdout, "removed  T4       blocked -> skipped")

@@ -34,6 +34,21 @@ func (s *Session) LoadRun(ctx context.Context, runID string) (nodes.Run, Meta, e
 	return run, meta, err
 }
 
+// Uncommitted returns the tracked files with uncommitted changes in the
+// checkout of repo where the run's target branch is, which resume refuses
+// to integrate into; nil when there are none, or when that cannot be told.
+func Uncommitted(ctx context.Context, repo string) []string {
+	_, err := worktree.Open(ctx, repo, nil)
+	var dirty *worktree.DirtyError
+	if !errors.As(err, &dirty) {
+		return nil
+	}
+	if len(dirty.Files) == 0 {
+		return []string{"tracked files"}
+	}
+	return dirty.Files
+}
+
 // ParseMeta reads what a run keeps so that resume rebuilds its pipeline.
 func ParseMeta(run nodes.Run) (Meta, error) {
 	var meta Meta
