@@ -113,7 +113,7 @@ func TestReviewAbortEndsTheRun(t *testing.T) {
 	require.Contains(t, Fates(res.State)[0].String(), "failed: ")
 }
 
-func TestReviewUnknownActionFailsTheRun(t *testing.T) {
+func TestReviewUnknownActionStopsTheRun(t *testing.T) {
 	t.Parallel()
 	h, _, res := escalatedRun(t, nil)
 	g, err := h.runner.Runnable()
@@ -121,7 +121,7 @@ func TestReviewUnknownActionFailsTheRun(t *testing.T) {
 	require.NoError(t, g.Answer(context.Background(), testRunID, map[string]any{res.Interrupts[0].ID: Decision{Action: "shrug"}}))
 	_, err = h.runner.Resume(context.Background(), testRunID, nil)
 	require.ErrorContains(t, err, `review of T1: unknown action "shrug"`)
-	require.Equal(t, RunFailed, h.status())
+	require.Equal(t, RunInterrupted, h.status())
 }
 
 func TestApplyDecision(t *testing.T) {
@@ -205,8 +205,9 @@ func TestBreakdownCycleEscalates(t *testing.T) {
 	require.Equal(t, RunAborted, status)
 }
 
-// A plan that cannot be made fails the run.
-func TestBreakdownErrorFailsTheRun(t *testing.T) {
+// A plan that cannot be made stops the run, resumable once it is fixed:
+// the run has not ended.
+func TestBreakdownErrorStopsTheRun(t *testing.T) {
 	t.Parallel()
 	dir := newTestRepo(t, nil)
 	p := newTestPipeline(t, dir, &fileWorker{}, planOf())
@@ -214,7 +215,7 @@ func TestBreakdownErrorFailsTheRun(t *testing.T) {
 	h := newHarness(t, dir, p, storetest.NewMemory(t))
 	_, err := h.runner.Start(context.Background(), Run{ID: testRunID, Repo: dir}, nil)
 	require.ErrorContains(t, err, "no PRODUCT.md")
-	require.Equal(t, RunFailed, h.status())
+	require.Equal(t, RunInterrupted, h.status())
 }
 
 // A task that waits on a task the plan lacks is a deadlock, escalated

@@ -289,7 +289,10 @@ func StatusOf(res graph.Result[State], err error) string {
 		// the run resumes.
 		return RunInterrupted
 	case err != nil:
-		return RunFailed
+		// A step failed (a remote out of reach, a full disk, a bug): the
+		// run stopped at its last checkpoint, where resume takes it up
+		// once that is fixed. Its tasks have not failed.
+		return RunInterrupted
 	case res.Status == graph.StatusInterrupted:
 		return RunPaused
 	case res.Status == graph.StatusDone:

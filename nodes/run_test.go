@@ -161,7 +161,7 @@ func TestStatusOf(t *testing.T) {
 		{graph.Result[State]{}, checkpoint.ErrStoreUnreachable, RunInterrupted, 130},
 		{graph.Result[State]{}, checkpoint.ErrLeaseLost, RunInterrupted, 130},
 		{graph.Result[State]{}, context.Canceled, RunInterrupted, 130},
-		{graph.Result[State]{}, errors.New("boom"), RunFailed, 4},
+		{graph.Result[State]{}, errors.New("boom"), RunInterrupted, 130},
 		{graph.Result[State]{Status: graph.StatusInterrupted}, nil, RunPaused, 3},
 		{graph.Result[State]{Status: graph.StatusPending}, nil, RunRunning, 4},
 		{done(OutcomeCompleted, planner.StatusCompleted), nil, RunCompleted, 0},
@@ -244,7 +244,7 @@ func TestAttemptResumesInItsWorktreeAfterACrash(t *testing.T) {
 	h := newHarness(t, dir, p, storetest.NewMemory(t))
 	_, err := h.runner.Start(context.Background(), Run{ID: testRunID, Repo: dir}, h.opts())
 	require.ErrorContains(t, err, "killed after the commit")
-	require.Equal(t, RunFailed, h.status())
+	require.Equal(t, RunInterrupted, h.status(), "stopped, not ended: resume goes on")
 
 	res, err := h.runner.Resume(context.Background(), testRunID, h.opts())
 	require.NoError(t, err)

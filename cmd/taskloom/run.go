@@ -171,6 +171,8 @@ func finishRun(out session.Outcome, err error, next string) error {
 		return reset // one line, without the nodes it went through
 	case errors.Is(err, graph.ErrStepLimit):
 		return fmt.Errorf("%w; resume it with: taskloom resume %s%s", err, out.RunID, next)
+	case status == "":
+		return err
 	}
-	return err
+	return &session.StoppedError{RunID: out.RunID, Next: next, Err: err}
 }

@@ -59,3 +59,20 @@ func BusyMessage(runID string, err error) error {
 	}
 	return err
 }
+
+// StoppedError is a step's error that stopped a run, worded as one line
+// that says what failed and how to go on: the run stopped at its last
+// checkpoint, and resume takes it up from there once the cause is fixed.
+// It unwraps to the step's error.
+type StoppedError struct {
+	RunID string
+	// Next are the flags the printed resume command carries.
+	Next string
+	Err  error
+}
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("run %s stopped: %s; once that is fixed, resume it with: taskloom resume %s%s", e.RunID, clip.Line(e.Err.Error(), 0), e.RunID, e.Next)
+}
+
+func (e *StoppedError) Unwrap() error { return e.Err }

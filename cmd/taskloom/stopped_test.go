@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A step that fails for a reason outside the tasks (here a build command
+// that cannot start) stops the run in one line that says how to go on; the
+// run is interrupted, not failed, and resume finishes it once the cause is
+// fixed.
+func TestStepErrorStopsTheRunResumably(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\necho \"done by $1\" > \"$1.txt\"\necho '{\"type\":\"result\",\"result\":\"done\"}'\n"), 0o755))
+	config := func(build string) {
+		cfg, err := json.Marshal(map[string]any{
+			"verify":             map[string]any{"command": []string{"true"}},
+			"build_verification": map[string]any{"command": []string{build}},
+			"worker":             map[string]any{"kind": "command", "command": []string{agent, "{task_id}"}},
+		})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), cfg, 0o644))
+	}
+	config(filepath.Join(dir, "no-such-build-tool"))
+	product := filepath.Join(dir, "PRODUCT.md")
+	require.NoError(t, os.WriteFile(product, []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Write T1.txt\n- acceptance_criteria: T1.txt exists\n- files_to_create: T1.txt\n"), 0o644))
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "p")
+	git(t, dir, "rm", "-q", "--cached", ".project-config.json")
+	git(t, dir, "commit", "-q", "-m", "config stays local")
+
+	code, stdout, stderr := taskloom(t, "run", product, "--repo", dir)
+	require.Equal(t, exitError, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	id := runID(t, stdout)
+	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line:\n%s", stderr)
+	require.Regexp(t, `^taskloom: run `+id+` stopped: .*no-such-build-tool.*; once that is fixed, resume it with: taskloom resume `+id+` --repo \S+\n$`, stderr)
+	_, out, _ := taskloom(t, "runs", "--repo", dir)
+	require.Contains(t, out, "interrupted")
+	require.NotContains(t, out, "failed")
+
+	config("true")
+	code, stdout, stderr = taskloom(t, "resume", id, "--repo", dir)
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+}
