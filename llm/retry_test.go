@@ -337,6 +337,30 @@ func TestLimiterPausesEveryoneOnA429(t *testing.T) {
 	require.Equal(t, KindRateLimit, why)
 }
 
+// A request held back by another's 429 waits without announcing it: the
+// request that got the 429 announced the pause, and one 429 is one wait.
+// Pacing, which nobody else announces, is.
+func TestAnotherRequestsPauseIsAnnouncedOnce(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	l := NewLimiter(0, &LimiterOpts{NowFunc: clock.Now, SleepFunc: clock.Sleep})
+	s := setupProvider(t, "anthropic:claude-sonnet-4-5", nil, &Opts{Limiter: l})
+	l.Pause(5 * time.Second) // another worker's 429
+	_, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{5 * time.Second}, clock.Waits(), "the request was held back")
+	require.Empty(t, s.Waits(), "and did not announce the pause again")
+
+	paced := NewLimiter(60, &LimiterOpts{NowFunc: clock.Now, SleepFunc: clock.Sleep})
+	s = setupProvider(t, "anthropic:claude-sonnet-4-5", nil, &Opts{Limiter: paced})
+	for range 2 {
+		_, err = s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
+		require.NoError(t, err)
+	}
+	require.Len(t, s.Waits(), 1, "the second request's pacing is announced")
+	require.Equal(t, "pacing", s.Waits()[0].Reason)
+}
+
 func TestLimiterPaces(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()

@@ -158,7 +158,10 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if err != nil {
 				return nil, err
 			}
-			if waited >= minReportedPacing {
+			// A pause for another request's 429 was announced, before
+			// it, by the request that got the 429: announced again
+			// after it ended, one 429 would read as two waits.
+			if waited >= minReportedPacing && why != KindRateLimit {
 				t.report(ctx, WaitInfo{Reason: why, Wait: waited})
 			}
 		}
