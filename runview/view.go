@@ -116,7 +116,11 @@ func (v *View) Started(product, repo, branch string, resumed bool) {
 		if product != "" {
 			v.println(fmt.Sprintf("product %s, repo %s", product, repo))
 		}
-		v.println(fmt.Sprintf("integrating into branch %s with %d worker(s)", branch, v.opts.Workers))
+		workers := fmt.Sprintf("%d worker(s)", v.opts.Workers)
+		if v.opts.Workers == 0 {
+			workers = "the queue's taskloom worker processes"
+		}
+		v.println(fmt.Sprintf("integrating into branch %s with %s", branch, workers))
 	}
 	if v.opts.Live && !v.opts.JSON && v.live == nil {
 		// The live view draws below the lines printed so far.

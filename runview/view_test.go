@@ -152,3 +152,15 @@ func TestStoppedStepIsNoError(t *testing.T) {
 	v.Graph(graph.Event{Kind: graph.EventError, Step: 6, Err: failed, Error: failed.Error()})
 	require.Regexp(t, `^\d\d:\d\d:\d\d error in step 6: node build_verification: disk full\n$`, out.String())
 }
+
+// A run whose attempts all go to taskloom worker processes says so, not
+// "0 worker(s)".
+func TestStartedWithQueueWorkers(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	New(&out, Opts{RunID: "R1", Workers: 0}).Started("", "", "main", false)
+	require.Contains(t, out.String(), "integrating into branch main with the queue's taskloom worker processes\n")
+	out.Reset()
+	New(&out, Opts{RunID: "R1", Workers: 2}).Started("", "", "main", false)
+	require.Contains(t, out.String(), "integrating into branch main with 2 worker(s)\n")
+}
