@@ -248,6 +248,12 @@ func (v *View) Activity(a nodes.Activity) {
 		if a.Worker != "" {
 			w.activity = a.Worker + ": " + w.activity
 		}
+		if a.Tool == "queue" && v.live == nil && !v.opts.JSON {
+			// The queue's news (no worker has taken the attempt yet, or
+			// a dead worker's attempt went back) is rare and matters to
+			// someone reading plain lines.
+			v.plain("%s attempt %d: %s", a.TaskID, a.Attempt, a.Summary)
+		}
 		if a.Tool != nodes.ActivityWait {
 			ev := v.tr.Event(nodes.EventWorkerActivity)
 			ev.TaskID, ev.Attempt, ev.Tool, ev.Summary, ev.Host = a.TaskID, a.Attempt, a.Tool, a.Summary, a.Worker

@@ -164,3 +164,13 @@ func TestStartedWithQueueWorkers(t *testing.T) {
 	New(&out, Opts{RunID: "R1", Workers: 2}).Started("", "", "main", false)
 	require.Contains(t, out.String(), "integrating into branch main with 2 worker(s)\n")
 }
+
+// In plain lines, the queue's news about an attempt is a line of its own.
+func TestQueueActivityIsALine(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	v := New(&out, Opts{RunID: "R1"})
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "queue", Summary: "waiting for a worker"})
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "bash", Summary: "go test ./..."})
+	require.Regexp(t, `^\d\d:\d\d:\d\d T1 attempt 1: waiting for a worker\n$`, out.String())
+}
