@@ -328,6 +328,11 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 	return u, nil
 }
 
+// escalated reports whether task id waits for a review.
+func escalated(s State, id string) bool {
+	return slices.ContainsFunc(s.Escalations.Get(), func(e Escalation) bool { return e.TaskID == id })
+}
+
 // withoutEscalated returns tasks as selection sees them while escalations
 // wait for review: an escalated task is not run again before its review,
 // even one left pending (a question, a provider that kept failing), and

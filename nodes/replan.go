@@ -56,7 +56,8 @@ type ReplanFunc func(ctx context.Context, current []planner.Task) (*planner.Plan
 // are cancelled: their tasks go back to pending (or are skipped when
 // removed), the attempt cut short not counting against max_attempts, and
 // the run goes on from select_task. Escalations of tasks the replan changed,
-// removed or unblocked are dropped; the others are asked again.
+// removed or unblocked are dropped; the others are asked again once the
+// tasks that do not wait on them have run.
 func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFunc ReplanFunc, opts *ReplanOpts) (*ReplanResult, error) {
 	if opts == nil {
 		opts = &ReplanOpts{}
@@ -130,12 +131,19 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 		u.Log.Add(Entry{Time: clock(), Text: "replan warning: " + w})
 	}
 	asNode := ""
-	if inFlight {
+	switch {
+	case inFlight:
 		// human_escalation routes to select_task: the attempts in flight
 		// are dropped and their tasks selected again.
 		asNode = NodeEscalation
 		u.Batch.Set(nil)
 		u.Escalations.Set(nil)
+	case res.Status == graph.StatusInterrupted:
+		// Paused for review: the run goes on from select_task, so that
+		// the tasks the replan added or unblocked run before the
+		// escalations it kept are asked again.
+		asNode = NodeEscalation
+		u.Batch.Set(nil)
 	}
 	step, err := g.UpdateState(ctx, runID, asNode, u)
 	if err != nil {

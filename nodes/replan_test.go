@@ -9,6 +9,7 @@ import (
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // replanRun stores a run whose tasks are those of plan with the given
@@ -138,4 +139,36 @@ func TestReplanRefusesEndedRun(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Replan(ctx, g, "r1", replanPlan(t, rawTask("T1", "a")), nil)
 	require.ErrorContains(t, err, "run r1 has ended")
+}
+
+// A replan of a run paused for review lets the tasks it adds run before
+// the review it keeps is asked again.
+func TestReplanOfAPausedRunRunsNewTasksFirst(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{
+		"T1": {"calc/mul.go": mulWrongGo, "calc/mul_test.go": mulTestGo},
+		"T5": {"calc/add.go": addGo, "calc/add_test.go": addTestGo},
+	}}
+	t1 := task("T1", "Mul", []string{"calc/mul.go"}, "calc/mul_test.go")
+	p := newTestPipeline(t, dir, w, planOf(t1))
+	p.MaxAttempts = 1
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	_, status := h.start()
+	require.Equal(t, RunPaused, status)
+
+	g, err := h.runner.Runnable()
+	require.NoError(t, err)
+	t5 := task("T5", "Add", []string{"calc/add.go"}, "calc/add_test.go")
+	_, err = Replan(context.Background(), g, testRunID, func(context.Context, []planner.Task) (*planner.Plan, error) {
+		return planOf(t1, t5), nil
+	}, &ReplanOpts{Apply: true})
+	require.NoError(t, err)
+	res, err := h.runner.Resume(context.Background(), testRunID, h.opts())
+	require.NoError(t, err)
+	require.Equal(t, RunPaused, h.status(), logText(res.State))
+	require.Equal(t, planner.StatusCompleted, taskStatus(t, res.State, "T5"), "T5 ran before the review")
+	ps := payloads(t, res)
+	require.Len(t, ps, 1)
+	require.Equal(t, "T1", ps[0].TaskID, "the kept escalation is asked again")
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -268,4 +269,44 @@ func TestEscalationWaitsForIndependentTasks(t *testing.T) {
 	res, status = h.review(res, func(EscalationPayload) Decision { return Decision{Action: ActionSkip} })
 	require.Equal(t, RunPartial, status)
 	require.Equal(t, planner.StatusBlocked, taskStatus(t, res.State, "T3"))
+}
+
+// Escalations wait together: one from an earlier batch is still there,
+// and still reviewable, when a later batch escalates another task, and a
+// task that asked a question is not run again before its review, even
+// after a failed attempt and with one worker.
+func TestEscalationsOfSeveralBatchesWaitTogether(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{
+		script: map[string]map[string]string{
+			"T1": {"calc/mul.go": mulWrongGo, "calc/mul_test.go": mulTestGo},
+			"T2": {"calc/add.go": addGo, "calc/add_test.go": addTestGo},
+			"T3": {"calc/sub.go": "package calc\n\nfunc Sub(a, b int) int { return a + b }\n", "calc/sub_test.go": subTestGo},
+		},
+		outcome: map[string]agent.Outcome{"T1/2": {Status: agent.OutcomeQuestion, Question: "int or float?"}},
+	}
+	p := newTestPipeline(t, dir, w, planOf(
+		task("T1", "Mul", []string{"calc/mul.go"}, "calc/mul_test.go"),
+		task("T2", "Add", []string{"calc/add.go"}, "calc/add_test.go"),
+		task("T3", "Sub", []string{"calc/sub.go"}, "calc/sub_test.go"),
+	))
+	p.MaxAttempts = 2
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, RunPaused, status, logText(res.State))
+	reasons := map[string]string{}
+	for _, pl := range payloads(t, res) {
+		reasons[pl.TaskID] = pl.Reason
+	}
+	require.Equal(t, map[string]string{"T1": ReasonQuestion, "T3": ReasonMaxAttempts}, reasons, "both wait for review")
+	jobs := map[string]int{}
+	for _, j := range w.jobs {
+		jobs[j.Task.ID]++
+	}
+	require.Equal(t, map[string]int{"T1": 2, "T2": 1, "T3": 2}, jobs, "T1 asked on its second attempt and ran no more")
+	require.Equal(t, planner.StatusCompleted, taskStatus(t, res.State, "T2"))
+
+	res, status = h.review(res, func(pl EscalationPayload) Decision { return Decision{Action: ActionSkip} })
+	require.Equal(t, RunPartial, status, logText(res.State))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -59,7 +60,10 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 		return u, err
 	}
 	p.crash("verify:after_tests")
-	var escs []Escalation
+	// The escalations of earlier batches still wait for their review:
+	// this batch's are added to them.
+	escs := slices.Clone(s.Escalations.Get())
+	nEscs := len(escs)
 	for i, id := range batch {
 		rec := &recs[i]
 		var failure string
@@ -111,7 +115,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 		u.Attempts.Put(attemptKey(id, rec.Attempt), *rec)
 	}
 	putChanged(&u, s, tasks)
-	if len(escs) > 0 {
+	if len(escs) > nEscs {
 		u.Escalations.Set(escs)
 	}
 	return u, nil
@@ -277,7 +281,9 @@ func (p *Pipeline) integrateRouter(_ context.Context, s State) (string, error) {
 	}
 	tasks := tasksOf(s)
 	if batch := s.Batch.Get(); len(batch) == 1 && p.Workers <= 1 {
-		if t := findTask(tasks, batch[0]); t != nil && t.Status == planner.StatusPending && t.Attempts > 0 {
+		// A task left pending by a question or a provider that kept
+		// failing waits for its review instead.
+		if t := findTask(tasks, batch[0]); t != nil && t.Status == planner.StatusPending && t.Attempts > 0 && !escalated(s, t.ID) {
 			return NodeImplement, nil // retry with the error
 		}
 	}
