@@ -54,7 +54,12 @@ func (v *View) Finish(res graph.Result[nodes.State], status string, exitCode int
 	case nodes.RunPartial:
 		v.println(fmt.Sprintf("ended partial: %d skipped, %d blocked; the rest is done", sum.Skipped, sum.Blocked))
 	case nodes.RunInterrupted:
-		v.println("stopped; the attempt cut short does not count against max_attempts. Resume with:")
+		if exitCode == 130 {
+			v.println("stopped; the attempt cut short does not count against max_attempts. Resume with:")
+		} else {
+			// Stopped by an error, which stderr names.
+			v.println("stopped by the error below; once it is fixed, resume with:")
+		}
 		v.printCommand("taskloom resume " + id + v.opts.NextFlags)
 	}
 }

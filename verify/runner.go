@@ -471,7 +471,8 @@ func runTests(ctx context.Context, dir string, argv []string, timeout time.Durat
 	res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Args: p.argv, Dir: dir, Timeout: timeout,
 		OutputLimit: commandOutputLimit, OnLine: gp.line}))
 	if err != nil {
-		return Verdict{}, fmt.Errorf("run %s: %w", strings.Join(argv, " "), err)
+		// The runner's error names the program already.
+		return Verdict{}, err
 	}
 	output := stripANSI(res.Output)
 	v := Verdict{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Duration: res.Duration,

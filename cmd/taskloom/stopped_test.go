@@ -40,6 +40,8 @@ func TestStepErrorStopsTheRunResumably(t *testing.T) {
 	code, stdout, stderr := taskloom(t, "run", product, "--repo", dir)
 	require.Equal(t, exitError, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	id := runID(t, stdout)
+	require.Contains(t, stdout, "stopped by the error below; once it is fixed, resume with:\n", "no attempt was cut short")
+	require.NotContains(t, stdout, "cut short")
 	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line:\n%s", stderr)
 	require.Regexp(t, `^taskloom: run `+id+` stopped: .*no-such-build-tool.*; once that is fixed, resume it with: taskloom resume `+id+` --repo \S+\n$`, stderr)
 	_, out, _ := taskloom(t, "runs", "--repo", dir)
