@@ -16,6 +16,10 @@ type Project struct {
 	// Verify runs the project's tests; Build builds it (nil: the tests
 	// are the build check).
 	Verify, Build []string
+	// Others are other commands that run the same tests, for a machine
+	// where Verify cannot (pytest on the PATH, where the python3 found
+	// first has no pytest module).
+	Others [][]string
 }
 
 // pythonMarkers are the files that make a repo without go.mod or
@@ -40,10 +44,24 @@ func DetectProject(root string) Project {
 	}
 	for _, m := range pythonMarkers {
 		if has(m) {
-			return Project{Kind: "python", Marker: m, Verify: []string{"python3", "-m", "pytest", "-q"}}
+			return Project{Kind: "python", Marker: m, Verify: []string{"python3", "-m", "pytest", "-q"}, Others: [][]string{{"pytest", "-q"}}}
 		}
 	}
 	return Project{}
+}
+
+// VerifyHere returns the first of Verify and Others that works says runs
+// on this machine; Verify when none does, or works is nil.
+func (p Project) VerifyHere(works func(argv []string) bool) []string {
+	if works == nil || p.Verify == nil || works(p.Verify) {
+		return p.Verify
+	}
+	for _, argv := range p.Others {
+		if works(argv) {
+			return argv
+		}
+	}
+	return p.Verify
 }
 
 // String names the project and the file that says so, as "a python

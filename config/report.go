@@ -95,10 +95,13 @@ func flatten(prefix string, m map[string]any, out map[string]any) {
 // WriteDefault writes the defaults to the config file of the repo at
 // root, refusing to overwrite one, and returns its path and the project
 // the repo holds. The verify and build commands are the project's (the
-// defaults are Go's).
-func WriteDefault(root string) (string, Project, error) {
+// defaults are Go's); its verify command is the first of Verify and
+// Others that works says runs here (Verify when none does, or works is
+// nil), and the returned project's Verify is that one.
+func WriteDefault(root string, works func(argv []string) bool) (string, Project, error) {
 	path := filepath.Join(root, FileName)
 	proj := DetectProject(root)
+	proj.Verify = proj.VerifyHere(works)
 	cfg := Default()
 	if proj.Kind != "" {
 		cfg.Verify.Command, cfg.BuildVerification.Command = proj.Verify, proj.Build

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/internal/doctor"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -36,7 +37,7 @@ func (o *initOpts) Run(ctx context.Context, _ *cobra.Command, w io.Writer) error
 	} else if err != nil {
 		return err
 	}
-	path, proj, err := config.WriteDefault(root)
+	path, proj, err := config.WriteDefault(root, func(argv []string) bool { return doctor.RunnerWorks(ctx, root, argv) })
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/doctor"
 )
 
 func TestVersion(t *testing.T) {
@@ -156,9 +157,9 @@ func TestConfigCommand(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(dir, ".taskloom"), "config only reads")
 }
 
-// init writes the test command of the project the repo holds, and doctor
-// fails a Go test command in a project of another kind, where every task
-// would fail before a test ran.
+// init writes the test command of the project the repo holds, one that
+// runs on this machine, and doctor fails a Go test command in a project of
+// another kind, where every task would fail before a test ran.
 func TestInitAndDoctorFollowTheProject(t *testing.T) {
 	t.Parallel()
 	session := filepath.Join(t.TempDir(), "s.json")
@@ -168,19 +169,68 @@ func TestInitAndDoctorFollowTheProject(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname = \"calc\"\n"), 0o644))
 	git(t, dir, "add", "pyproject.toml")
 	git(t, dir, "commit", "-q", "-m", "first")
+	// The pytest this machine has: python3's module, or the one on the
+	// PATH (Debian's python3-pytest beside another python3).
+	pytest := "python3 -m pytest -q"
+	if !doctor.RunnerWorks(t.Context(), dir, strings.Fields(pytest)) && doctor.RunnerWorks(t.Context(), dir, []string{"pytest", "-q"}) {
+		pytest = "pytest -q"
+	}
 
 	// The defaults' go test ./... cannot run here.
 	code, out, _ := taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
 	require.Equal(t, exitError, code, out)
-	require.Contains(t, out, "FAIL verify   verify.command runs go, but this repo, a python project (pyproject.toml), has no go.mod: set it to python3 -m pytest -q\n")
+	require.Contains(t, out, "FAIL verify   verify.command runs go, but this repo, a python project (pyproject.toml), has no go.mod: set it to "+pytest+"\n")
 
 	code, out, errOut := taskloom(t, "init", "--repo", dir)
 	require.Equal(t, exitOK, code, errOut)
-	require.Contains(t, out, "this repo is a python project (pyproject.toml): verify.command is python3 -m pytest -q\n")
+	require.Contains(t, out, "this repo is a python project (pyproject.toml): verify.command is "+pytest+"\n")
 	cfg, err := config.Load(config.LoadOpts{RepoDir: dir})
 	require.NoError(t, err)
-	require.Equal(t, []string{"python3", "-m", "pytest", "-q"}, cfg.Verify.Command)
+	require.Equal(t, strings.Fields(pytest), cfg.Verify.Command)
 	require.Empty(t, cfg.BuildVerification.Command, "the tests are the build check")
 	_, out, _ = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
 	require.NotContains(t, out, "runs go")
+	if doctor.RunnerWorks(t.Context(), dir, strings.Fields(pytest)) {
+		require.Contains(t, out, "ok   verify   "+pytest+"\n")
+	} else {
+		require.Contains(t, out, "FAIL verify", "no pytest on this machine at all")
+	}
+}
+
+// doctor fails the test runners init writes where they cannot run: an npm
+// project without a test script, a python3 that lacks pytest, and go at
+// the top of a monorepo whose module is in a folder.
+func TestDoctorChecksTheRunner(t *testing.T) {
+	t.Parallel()
+	session := filepath.Join(t.TempDir(), "s.json")
+	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": []}`), 0o644))
+	repo := func(files map[string]string, cfg string) string {
+		dir := t.TempDir()
+		git(t, dir, "init", "-q", "-b", "main")
+		for name, body := range files {
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), []byte(cfg), 0o644))
+		git(t, dir, "add", "-A")
+		git(t, dir, "commit", "-q", "-m", "first")
+		return dir
+	}
+	doctorOut := func(dir string) string {
+		_, out, _ := taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
+		return out
+	}
+	npm := `{"verify": {"command": ["npm", "test"]}, "build_verification": {"command": []}}`
+	out := doctorOut(repo(map[string]string{"package.json": `{"name": "x", "scripts": {"test": "echo \"Error: no test specified\" && exit 1"}}`}, npm))
+	require.Contains(t, out, "FAIL verify   npm test: package.json has no test script: add one (jest, vitest, node --test…), or set verify.command\n")
+	out = doctorOut(repo(map[string]string{"package.json": `{"name": "x", "scripts": {"test": "node --test"}}`}, npm))
+	require.Contains(t, out, "ok   verify   npm test\n")
+
+	fake := filepath.Join(t.TempDir(), "python-without-pytest")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho 'No module named pytest' >&2\nexit 1\n"), 0o755))
+	out = doctorOut(repo(map[string]string{"setup.py": ""}, `{"verify": {"command": ["`+fake+`", "-m", "pytest"]}, "build_verification": {"command": []}}`))
+	require.Contains(t, out, "FAIL verify   "+fake+" -m pytest: "+fake+" cannot import pytest: install pytest for it (apt install python3-pytest, or pip install pytest), or set verify.command\n")
+
+	out = doctorOut(repo(map[string]string{"backend/go.mod": "module x\n", "frontend/package.json": "{}"}, `{}`))
+	require.Contains(t, out, "FAIL verify   verify.command runs go at the repo's top, which has no go.mod (backend/go.mod is in a folder): set verify.command to run it there")
 }

@@ -6,6 +6,7 @@ package doctor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -224,11 +226,17 @@ func (r *report) checkCommand(ctx context.Context, cfg config.Config, root, name
 		// before a test ran and use up its attempts. A repo with no
 		// project file yet may get its go.mod from the first task.
 		p := config.DetectProject(root)
+		if nested, _ := filepath.Glob(filepath.Join(root, "*", "go.mod")); p.Kind == "" && len(nested) > 0 {
+			rel, _ := filepath.Rel(root, nested[0])
+			r.add(name, "fail", "%s runs go at the repo's top, which has no go.mod (%s is in a folder): set %s to run it there, e.g. [\"sh\", \"-c\", \"cd %s && %s\"]",
+				key, filepath.ToSlash(rel), key, filepath.ToSlash(filepath.Dir(rel)), strings.Join(argv, " "))
+			return
+		}
 		if p.Kind == "" {
 			r.add(name, "warn", "%s runs go, but the repo has no go.mod yet: fine if the first task creates one, else set %s to the command that runs your tests", key, key)
 			return
 		}
-		fix := "set it to " + strings.Join(p.Verify, " ")
+		fix := "set it to " + strings.Join(p.VerifyHere(func(argv []string) bool { return RunnerWorks(ctx, root, argv) }), " ")
 		if name == "build" {
 			fix = "set it to [] (the tests are the build check) or to your build command"
 		}
@@ -241,7 +249,49 @@ func (r *report) checkCommand(ctx context.Context, cfg config.Config, root, name
 		r.add(name, "fail", "%s is not found in the sandbox's PATH: install it, or set %s", argv[0], key)
 		return
 	}
+	if problem := runnerProblem(ctx, env, root, argv); problem != "" {
+		r.add(name, "fail", "%s: %s, or set %s", strings.Join(argv, " "), problem, key)
+		return
+	}
 	r.add(name, "ok", "%s", strings.Join(argv, " "))
+}
+
+// RunnerWorks reports whether argv, a test command, can run in the repo at
+// root with the sandbox's default environment: its program is on the PATH
+// and, for the runners init writes, it can find its tests' runner.
+func RunnerWorks(ctx context.Context, root string, argv []string) bool {
+	env := proc.ReduceEnv(os.Environ(), proc.DefaultEnvAllow)
+	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"sh", "-c", `command -v "$1"`, "sh", argv[0]}, Env: env})
+	return err == nil && res.ExitCode == 0 && runnerProblem(ctx, env, root, argv) == ""
+}
+
+// runnerProblem says why a test runner that init may write cannot run in
+// the repo at root, or "": a python without pytest, an npm project
+// without a test script. Each would fail every task before a test ran.
+func runnerProblem(ctx context.Context, env []string, root string, argv []string) string {
+	switch {
+	case len(argv) >= 3 && argv[1] == "-m" && argv[2] == "pytest":
+		res, err := proc.Run(ctx, proc.Cmd{Args: []string{argv[0], "-m", "pytest", "--version"}, Dir: root, Env: env})
+		if err != nil || res.ExitCode != 0 {
+			return argv[0] + " cannot import pytest: install pytest for it (apt install python3-pytest, or pip install pytest)"
+		}
+	case filepath.Base(argv[0]) == "npm" && (slices.Equal(argv[1:], []string{"test"}) || slices.Equal(argv[1:], []string{"run", "test"})):
+		data, err := os.ReadFile(filepath.Join(root, "package.json"))
+		if err != nil {
+			return "the repo has no package.json"
+		}
+		var pkg struct {
+			Scripts map[string]string `json:"scripts"`
+		}
+		test := ""
+		if json.Unmarshal(data, &pkg) == nil {
+			test = pkg.Scripts["test"]
+		}
+		if test == "" || strings.Contains(test, "no test specified") {
+			return "package.json has no test script: add one (jest, vitest, node --test…)"
+		}
+	}
+	return ""
 }
 
 // checkMCP looks for each MCP server: a stdio server's command, and
