@@ -16,9 +16,26 @@ import (
 // fixed.
 func TestStepErrorStopsTheRunResumably(t *testing.T) {
 	t.Parallel()
+	testStepErrorStops(t, false)
+}
+
+// A run started with --config goes on with that file when resumed, from
+// wherever: the resume command takes no --config.
+func TestResumeKeepsTheRunsConfigFile(t *testing.T) {
+	t.Parallel()
+	testStepErrorStops(t, true)
+}
+
+func testStepErrorStops(t *testing.T, configFlag bool) {
 	dir := t.TempDir()
 	agent := filepath.Join(t.TempDir(), "agent.sh")
 	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\necho \"done by $1\" > \"$1.txt\"\necho '{\"type\":\"result\",\"result\":\"done\"}'\n"), 0o755))
+	cfgPath := filepath.Join(dir, ".project-config.json")
+	var args []string
+	if configFlag {
+		cfgPath = filepath.Join(t.TempDir(), "taskloom.json")
+		args = []string{"--config", cfgPath}
+	}
 	config := func(build string) {
 		cfg, err := json.Marshal(map[string]any{
 			"verify":             map[string]any{"command": []string{"true"}},
@@ -26,7 +43,7 @@ func TestStepErrorStopsTheRunResumably(t *testing.T) {
 			"worker":             map[string]any{"kind": "command", "command": []string{agent, "{task_id}"}},
 		})
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), cfg, 0o644))
+		require.NoError(t, os.WriteFile(cfgPath, cfg, 0o644))
 	}
 	config(filepath.Join(dir, "no-such-build-tool"))
 	product := filepath.Join(dir, "PRODUCT.md")
@@ -34,10 +51,12 @@ func TestStepErrorStopsTheRunResumably(t *testing.T) {
 	git(t, dir, "init", "-q", "-b", "main")
 	git(t, dir, "add", "-A")
 	git(t, dir, "commit", "-q", "-m", "p")
-	git(t, dir, "rm", "-q", "--cached", ".project-config.json")
-	git(t, dir, "commit", "-q", "-m", "config stays local")
+	if !configFlag {
+		git(t, dir, "rm", "-q", "--cached", ".project-config.json")
+		git(t, dir, "commit", "-q", "-m", "config stays local")
+	}
 
-	code, stdout, stderr := taskloom(t, "run", product, "--repo", dir)
+	code, stdout, stderr := taskloom(t, append([]string{"run", product, "--repo", dir}, args...)...)
 	require.Equal(t, exitError, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	id := runID(t, stdout)
 	require.Contains(t, stdout, "stopped by the error below; once it is fixed, resume with:\n", "no attempt was cut short")

@@ -124,7 +124,14 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 	if err := checkTaskList(o.Product, product); err != nil {
 		return Outcome{}, err
 	}
-	meta := Meta{Model: ResolveModelSpec(s.Cfg.Model, o.Dir, s.Repo), Workers: s.Cfg.ParallelWorkers, ConfigFile: o.ConfigFile}
+	configFile := o.ConfigFile
+	if configFile != "" {
+		// Resume reads it again, from wherever it is run.
+		if configFile, err = filepath.Abs(configFile); err != nil {
+			return Outcome{}, err
+		}
+	}
+	meta := Meta{Model: ResolveModelSpec(s.Cfg.Model, o.Dir, s.Repo), Workers: s.Cfg.ParallelWorkers, ConfigFile: configFile}
 	out := Outcome{RunID: NewRunID(time.Now())}
 	p, err := s.Pipeline(ctx, out.RunID, product, meta)
 	if err != nil {
@@ -186,8 +193,9 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	if err != nil {
 		return out, err
 	}
-	if run.Repo != s.Repo {
-		// The run's repo has the config the run was made with.
+	if run.Repo != s.Repo || meta.ConfigFile != "" {
+		// The run goes on with the config it was made with: its repo's,
+		// or the file given to run with --config.
 		cfg, err := LoadConfig(s.flags, run.Repo, meta.ConfigFile)
 		if err != nil {
 			return out, err
