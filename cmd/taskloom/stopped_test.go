@@ -71,3 +71,36 @@ func testStepErrorStops(t *testing.T, configFlag bool) {
 	code, stdout, stderr = taskloom(t, "resume", id, "--repo", dir)
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 }
+
+// The commands on a run in a store given with --db work from outside the
+// run's repo, as the commands printed for pasting must: the run's record
+// names its repo.
+func TestRunCommandsWithADBWorkFromAnywhere(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agent := filepath.Join(t.TempDir(), "agent.sh")
+	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\necho broken >&2\nexit 1\n"), 0o755))
+	cfg, err := json.Marshal(map[string]any{
+		"max_attempts":       1,
+		"verify":             map[string]any{"command": []string{"true"}},
+		"build_verification": map[string]any{"command": []string{"true"}},
+		"worker":             map[string]any{"kind": "command", "command": []string{agent, "{task_id}"}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), cfg, 0o644))
+	product := filepath.Join(dir, "PRODUCT.md")
+	require.NoError(t, os.WriteFile(product, []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Write T1.txt\n- acceptance_criteria: T1.txt exists\n- files_to_create: T1.txt\n"), 0o644))
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "p")
+	db := filepath.Join(t.TempDir(), "runs.db")
+
+	code, stdout, stderr := taskloom(t, "run", product, "--repo", dir, "--db", db)
+	require.Equal(t, exitReview, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	id := runID(t, stdout)
+	elsewhere := t.TempDir() // not a git repo
+	code, stdout, stderr = taskloom(t, "review", id, "--repo", elsewhere, "--db", db, "--action", "skip")
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	code, stdout, stderr = taskloom(t, "resume", id, "--repo", elsewhere, "--db", db)
+	require.Equal(t, exitPartial, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+}

@@ -141,7 +141,8 @@ func OpenStore(ctx context.Context, dbURL string, opts *StoreOpts) (store.Driver
 
 // Open loads the repo's config and opens its store, creating the repo's
 // embedded store when it has none (unless ReadOnly). The repo must be a
-// git repo, except for a read-only session on a --db.
+// git repo, except for a read-only session, or one on an existing run, on
+// a --db.
 func Open(ctx context.Context, o Opts) (*Session, error) {
 	repo, err := filepath.Abs(o.Repo)
 	if err != nil {
@@ -158,7 +159,10 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 	if s.stderr == nil {
 		s.stderr = io.Discard
 	}
-	if s.DBURL == "" || !o.ReadOnly {
+	// A command on a run already in a store it was given finds the run's
+	// repo in the run's record: it works from anywhere, as the commands
+	// printed for the user to paste must.
+	if s.DBURL == "" || !(o.ReadOnly || o.Existing) {
 		if _, err := worktree.FindRoot(ctx, repo); errors.Is(err, worktree.ErrNotRepo) {
 			return nil, fmt.Errorf("%s is not inside a git repository: cd into your repo or pass --repo", repo)
 		} else if err != nil {
