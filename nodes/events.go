@@ -113,6 +113,10 @@ type Tracker struct {
 	slots    []string             // the task each worker slot runs; "" is free
 	since    map[string]time.Time // when each running task started
 	running  map[string]int       // the attempt each running task runs
+	// escalated holds the escalations reported and still waiting, by
+	// task and reason: an update lists every waiting one, the new with
+	// those of earlier batches.
+	escalated map[string]bool
 }
 
 func (t *Tracker) now() time.Time {
@@ -137,6 +141,7 @@ func (t *Tracker) init() {
 // their slots again and a task_started event each.
 func (t *Tracker) Seed(s State) []RunEvent {
 	t.init()
+	t.escalated = escalationKeys(s.Escalations.Get())
 	for _, a := range s.Attempts.Values() {
 		t.attempts[a.TaskID] = max(t.attempts[a.TaskID], a.Attempt)
 	}
@@ -183,13 +188,27 @@ func (t *Tracker) Graph(e graph.Event) []RunEvent {
 			ev.Warnings = u.Warnings.Get()
 			out = append([]RunEvent{ev}, out...)
 		}
-		for _, esc := range u.Escalations.Get() {
-			ev := t.Event(EventTaskEscalated)
-			ev.TaskID, ev.Reason = esc.TaskID, esc.Reason
-			out = append(out, ev)
+		if u.Escalations.IsSet() {
+			escs := u.Escalations.Get()
+			for _, esc := range escs {
+				if !t.escalated[esc.TaskID+"\x00"+esc.Reason] {
+					ev := t.Event(EventTaskEscalated)
+					ev.TaskID, ev.Reason = esc.TaskID, esc.Reason
+					out = append(out, ev)
+				}
+			}
+			t.escalated = escalationKeys(escs)
 		}
 	}
 	return out
+}
+
+func escalationKeys(escs []Escalation) map[string]bool {
+	keys := make(map[string]bool, len(escs))
+	for _, esc := range escs {
+		keys[esc.TaskID+"\x00"+esc.Reason] = true
+	}
+	return keys
 }
 
 // attempt reports what an attempt record written by node says: verified,

@@ -300,6 +300,7 @@ func TestEscalationsOfSeveralBatchesWaitTogether(t *testing.T) {
 		reasons[pl.TaskID] = pl.Reason
 	}
 	require.Equal(t, map[string]string{"T1": ReasonQuestion, "T3": ReasonMaxAttempts}, reasons, "both wait for review")
+	require.Equal(t, []string{"T1 question", "T3 max_attempts"}, h.eventsOf(EventTaskEscalated), "each reported once")
 	jobs := map[string]int{}
 	for _, j := range w.jobs {
 		jobs[j.Task.ID]++

@@ -77,6 +77,16 @@ func New(runID, repo, flags string, res graph.Result[nodes.State]) (*Review, err
 	if res.Status == graph.StatusPending && slices.Contains(res.Next, nodes.NodeEscalation) {
 		return nil, fmt.Errorf("run %s has no pending escalation: its review decisions are recorded; continue it with taskloom resume %s%s", runID, runID, flags)
 	}
+	if escs := res.State.Escalations.Get(); res.Status == graph.StatusPending && len(escs) > 0 {
+		// Escalated tasks wait while the others run: the run asks for
+		// the review once nothing else is left.
+		ids := make([]string, len(escs))
+		for i, e := range escs {
+			ids[i] = e.TaskID
+		}
+		return nil, fmt.Errorf("run %s has not paused for review yet: %s wait for it while the other tasks run; if the run is stopped, resume it and it pauses when they are done: taskloom resume %s%s",
+			runID, strings.Join(ids, ", "), runID, flags)
+	}
 	return nil, fmt.Errorf("run %s is not waiting for a review (it is %s); nothing to decide", runID, nodes.StatusOf(res, nil))
 }
 

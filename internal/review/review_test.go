@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/verify"
@@ -116,4 +117,15 @@ func TestTestSummary(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, TestSummary(tc.v))
 	}
+}
+
+// A run stopped while its escalated tasks waited for the others is not
+// "running": review says that it pauses for the review once resumed and
+// the others are done.
+func TestNewBeforeThePause(t *testing.T) {
+	t.Parallel()
+	var st nodes.State
+	st.Escalations.Set([]nodes.Escalation{{TaskID: "T1", Reason: nodes.ReasonMaxAttempts}})
+	_, err := New("r1", "/repo", " --db x", graph.Result[nodes.State]{Status: graph.StatusPending, Next: []string{nodes.NodeImplement}, State: st})
+	require.EqualError(t, err, "run r1 has not paused for review yet: T1 wait for it while the other tasks run; if the run is stopped, resume it and it pauses when they are done: taskloom resume r1 --db x")
 }
