@@ -69,8 +69,8 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 
 // MarkWorkers names, on each of a run's in-flight attempts, the worker
 // process that holds it (host:pid) and what that worker says it is doing,
-// from the leases in the database; an attempt no worker holds is queued. A SQLite store has none: ws is left as
-// it is.
+// from the leases in the database; an attempt no worker holds is queued.
+// A SQLite store has none: ws is left as it is.
 func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.WorkerStatus) error {
 	db := s.queue()
 	if db == nil {
