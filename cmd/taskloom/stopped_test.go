@@ -15,48 +15,43 @@ import (
 // run is interrupted, not failed, and resume finishes it once the cause is
 // fixed.
 func TestStepErrorStopsTheRunResumably(t *testing.T) {
-	t.Parallel()
 	testStepErrorStops(t, false)
 }
 
 // A run started with --config goes on with that file when resumed, from
 // wherever: the resume command takes no --config.
 func TestResumeKeepsTheRunsConfigFile(t *testing.T) {
-	t.Parallel()
 	testStepErrorStops(t, true)
 }
 
+// setBuild sets build_verification.command in the config file at path.
+func setBuild(t *testing.T, path string, argv ...string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var c map[string]any
+	require.NoError(t, json.Unmarshal(data, &c))
+	c["build_verification"] = map[string]any{"command": argv}
+	data, err = json.Marshal(c)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+}
+
 func testStepErrorStops(t *testing.T, configFlag bool) {
-	dir := t.TempDir()
-	agent := filepath.Join(t.TempDir(), "agent.sh")
-	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\necho \"done by $1\" > \"$1.txt\"\necho '{\"type\":\"result\",\"result\":\"done\"}'\n"), 0o755))
+	dir := commandRepo(t, nil)
 	cfgPath := filepath.Join(dir, ".project-config.json")
 	var args []string
 	if configFlag {
-		cfgPath = filepath.Join(t.TempDir(), "taskloom.json")
-		args = []string{"--config", cfgPath}
+		// The config is a file of the user's, outside the repo.
+		outside := filepath.Join(t.TempDir(), "taskloom.json")
+		require.NoError(t, os.Rename(cfgPath, outside))
+		cfgPath, args = outside, []string{"--config", outside}
 	}
-	config := func(build string) {
-		cfg, err := json.Marshal(map[string]any{
-			"verify":             map[string]any{"command": []string{"true"}},
-			"build_verification": map[string]any{"command": []string{build}},
-			"worker":             map[string]any{"kind": "command", "command": []string{agent, "{task_id}"}},
-		})
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(cfgPath, cfg, 0o644))
-	}
-	config(filepath.Join(dir, "no-such-build-tool"))
-	product := filepath.Join(dir, "PRODUCT.md")
-	require.NoError(t, os.WriteFile(product, []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Write T1.txt\n- acceptance_criteria: T1.txt exists\n- files_to_create: T1.txt\n"), 0o644))
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "p")
-	if !configFlag {
-		git(t, dir, "rm", "-q", "--cached", ".project-config.json")
-		git(t, dir, "commit", "-q", "-m", "config stays local")
-	}
+	git(t, dir, "rm", "-q", "--cached", ".project-config.json")
+	git(t, dir, "commit", "-q", "-m", "the config stays out of git")
+	setBuild(t, cfgPath, filepath.Join(dir, "no-such-build-tool"))
 
-	code, stdout, stderr := taskloom(t, append([]string{"run", product, "--repo", dir}, args...)...)
+	code, stdout, stderr := taskloom(t, append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, args...)...)
 	require.Equal(t, exitError, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	id := runID(t, stdout)
 	require.Contains(t, stdout, "stopped by the error below; once it is fixed, resume with:\n", "no attempt was cut short")
@@ -67,35 +62,25 @@ func testStepErrorStops(t *testing.T, configFlag bool) {
 	require.Contains(t, out, "interrupted")
 	require.NotContains(t, out, "failed")
 
-	config("true")
+	setBuild(t, cfgPath, "true")
 	code, stdout, stderr = taskloom(t, "resume", id, "--repo", dir)
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	eachIntegratedOnce(t, dir)
 }
 
 // The commands on a run in a store given with --db work from outside the
 // run's repo, as the commands printed for pasting must: the run's record
 // names its repo.
 func TestRunCommandsWithADBWorkFromAnywhere(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
 	agent := filepath.Join(t.TempDir(), "agent.sh")
-	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\necho broken >&2\nexit 1\n"), 0o755))
-	cfg, err := json.Marshal(map[string]any{
-		"max_attempts":       1,
-		"verify":             map[string]any{"command": []string{"true"}},
-		"build_verification": map[string]any{"command": []string{"true"}},
-		"worker":             map[string]any{"kind": "command", "command": []string{agent, "{task_id}"}},
+	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\ncase \"$1\" in T1) echo broken >&2; exit 1;; esac\necho \"done by $1\" > \"$1.txt\"\n"), 0o755))
+	dir := commandRepo(t, func(c map[string]any) {
+		c["max_attempts"] = 1
+		c["worker"] = map[string]any{"kind": "command", "command": []string{agent, "{task_id}"}}
 	})
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ".project-config.json"), cfg, 0o644))
-	product := filepath.Join(dir, "PRODUCT.md")
-	require.NoError(t, os.WriteFile(product, []byte("# p\n\n## Milestone M1: One\n\n### Task T1: Write T1.txt\n- acceptance_criteria: T1.txt exists\n- files_to_create: T1.txt\n"), 0o644))
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", "-A")
-	git(t, dir, "commit", "-q", "-m", "p")
 	db := filepath.Join(t.TempDir(), "runs.db")
 
-	code, stdout, stderr := taskloom(t, "run", product, "--repo", dir, "--db", db)
+	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--db", db)
 	require.Equal(t, exitReview, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	id := runID(t, stdout)
 	elsewhere := t.TempDir() // not a git repo

@@ -244,8 +244,7 @@ func (r *report) checkCommand(ctx context.Context, cfg config.Config, root, name
 		return
 	}
 	env := proc.ReduceEnv(os.Environ(), cfg.Sandbox.EnvAllow)
-	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"sh", "-c", `command -v "$1"`, "sh", argv[0]}, Env: env})
-	if err != nil || res.ExitCode != 0 {
+	if !onPath(ctx, env, argv[0]) {
 		r.add(name, "fail", "%s is not found in the sandbox's PATH: install it, or set %s", argv[0], key)
 		return
 	}
@@ -261,8 +260,13 @@ func (r *report) checkCommand(ctx context.Context, cfg config.Config, root, name
 // and, for the runners init writes, it can find its tests' runner.
 func RunnerWorks(ctx context.Context, root string, argv []string) bool {
 	env := proc.ReduceEnv(os.Environ(), proc.DefaultEnvAllow)
-	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"sh", "-c", `command -v "$1"`, "sh", argv[0]}, Env: env})
-	return err == nil && res.ExitCode == 0 && runnerProblem(ctx, env, root, argv) == ""
+	return onPath(ctx, env, argv[0]) && runnerProblem(ctx, env, root, argv) == ""
+}
+
+// onPath reports whether the shell finds program with env's PATH.
+func onPath(ctx context.Context, env []string, program string) bool {
+	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"sh", "-c", `command -v "$1"`, "sh", program}, Env: env})
+	return err == nil && res.ExitCode == 0
 }
 
 // runnerProblem says why a test runner that init may write cannot run in
