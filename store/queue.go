@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// ForgetWorkersAfter is how long a worker's record outlives the last time
+// it was seen. It is far longer than any heartbeat gap, so that a live
+// worker on a slow link is never forgotten.
+const ForgetWorkersAfter = 24 * time.Hour
+
 // Queue keeps the app's records of a queue of attempts that worker
 // processes, on this machine or others, take: the live workers, and each
 // worker's lease on the attempt it works. A driver whose database can hold
@@ -18,7 +23,9 @@ import (
 // loops that try again at their next tick.
 type Queue interface {
 	// RegisterWorker records a live worker, or replaces the record of one
-	// by the same name, as seen now.
+	// by the same name, as seen now. It also forgets the workers not seen
+	// for ForgetWorkersAfter: a worker killed outright never removes
+	// itself, and its record would otherwise stay for good.
 	RegisterWorker(ctx context.Context, w QueueWorker) error
 	// TouchWorker records that the named worker is still alive.
 	TouchWorker(ctx context.Context, name string) error

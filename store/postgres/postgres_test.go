@@ -326,3 +326,28 @@ func TestCreateRunRetriedAfterCommit(t *testing.T) {
 	require.Len(t, runs, 1)
 	require.Equal(t, "/p", runs[0].Repo)
 }
+
+// A worker killed outright never removes its record; the next worker to
+// register forgets it once it is older than store.ForgetWorkersAfter, and
+// keeps the records of workers seen since.
+func TestRegisterWorkerForgetsLongGoneWorkers(t *testing.T) {
+	t.Parallel()
+	pg, err := postgres.Open(t.Context(), checkpointtest.NewEmptyPostgresSchema(t), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pg.Close() })
+	ctx := t.Context()
+	_, err = pg.Pool().Exec(ctx, `INSERT INTO attempt_workers (name, run_id, concurrency, seen_at) VALUES
+		('killed:1', '', 2, now() - interval '25 hours'), ('slow:2', '', 1, now() - interval '23 hours')`)
+	require.NoError(t, err)
+	require.NoError(t, pg.RegisterWorker(ctx, store.QueueWorker{Name: "new:3", Concurrency: 1}))
+	var names []string
+	rows, err := pg.Pool().Query(ctx, `SELECT name FROM attempt_workers ORDER BY name`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		names = append(names, n)
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, []string{"new:3", "slow:2"}, names)
+}

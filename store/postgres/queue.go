@@ -25,9 +25,10 @@ func (p *Driver) RiverDriver() riverdriver.Driver[pgx.Tx] { return riverpgxv5.Ne
 
 // RegisterWorker implements store.Queue.
 func (p *Driver) RegisterWorker(ctx context.Context, w store.QueueWorker) error {
-	_, err := p.pool.Exec(ctx, `INSERT INTO attempt_workers (name, run_id, concurrency, seen_at) VALUES ($1, $2, $3, now())
+	_, err := p.pool.Exec(ctx, `WITH gone AS (DELETE FROM attempt_workers WHERE name <> $1 AND seen_at < now() - $4 * interval '1 second')
+		INSERT INTO attempt_workers (name, run_id, concurrency, seen_at) VALUES ($1, $2, $3, now())
 		ON CONFLICT (name) DO UPDATE SET run_id = excluded.run_id, concurrency = excluded.concurrency, seen_at = now()`,
-		w.Name, w.Run, w.Concurrency)
+		w.Name, w.Run, w.Concurrency, int64(store.ForgetWorkersAfter/time.Second))
 	return err
 }
 
