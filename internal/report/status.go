@@ -163,7 +163,11 @@ func (rep Status) Write(w io.Writer) error {
 	var rows [][]string
 	for _, id := range rep.CurrentTaskIDs {
 		t, _ := st.Tasks.Get(id)
-		rows = append(rows, []string{id, string(t.Status), nodes.AttemptLabel(nodes.CurrentAttempt(st, id), t.Attempts+1, t.MaxAttempts), t.Title})
+		row := []string{id, string(t.Status), nodes.AttemptLabel(nodes.CurrentAttempt(st, id), t.Attempts+1, t.MaxAttempts), t.Title}
+		if a := rep.activity(id); a != "" {
+			row = append(row, a)
+		}
+		rows = append(rows, row)
 	}
 	writeRows(w, "current tasks:", rows)
 	rows = nil
@@ -192,6 +196,23 @@ func (rep Status) Write(w io.Writer) error {
 		fmt.Fprintf(w, "next step: %s\n", strings.Join(dedupe(rep.head.Next), ", "))
 	}
 	return nil
+}
+
+// activity is what the worker on a task of a running run is doing, and
+// which worker process it is when the queue's workers hold the attempts.
+func (rep Status) activity(taskID string) string {
+	if rep.Status != nodes.RunRunning {
+		return "" // nothing is working on it now
+	}
+	for _, w := range rep.Workers {
+		if w.TaskID == taskID {
+			if w.Host != "" {
+				return fmt.Sprintf("(%s, on %s)", w.Activity, w.Host)
+			}
+			return "(" + w.Activity + ")"
+		}
+	}
+	return ""
 }
 
 // writeRows prints a titled table, indented, unless it has no rows.

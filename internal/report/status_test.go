@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,4 +24,24 @@ func TestCurrentTaskIDs(t *testing.T) {
 	require.Equal(t, []string{"T3"}, currentTaskIDs(st, nodes.RunPaused))
 	st.Tasks.Put("T3", planner.Task{ID: "T3", Status: planner.StatusCompleted})
 	require.Equal(t, []string{}, currentTaskIDs(st, nodes.RunPaused))
+}
+
+// A running run's current tasks say what their worker does and, when the
+// queue's workers hold the attempts, which worker process that is; a run
+// that is not running names no activity, which would be stale.
+func TestStatusWriteNamesTheWorker(t *testing.T) {
+	var st nodes.State
+	st.Tasks.Put("T1", planner.Task{ID: "T1", Title: "one", Status: planner.StatusInProgress, MaxAttempts: 3})
+	st.Tasks.Put("T2", planner.Task{ID: "T2", Title: "two", Status: planner.StatusInProgress, MaxAttempts: 3})
+	rep := Status{RunID: "r1", Status: nodes.RunRunning, CurrentTaskIDs: []string{"T1", "T2"},
+		Workers: []nodes.WorkerStatus{{TaskID: "T1", Activity: "shell go test", Host: "box-b:412"}, {TaskID: "T2", Activity: "running tests"}},
+		head:    graph.Result[nodes.State]{State: st}}
+	var out strings.Builder
+	require.NoError(t, rep.Write(&out))
+	require.Contains(t, out.String(), "(shell go test, on box-b:412)")
+	require.Contains(t, out.String(), "(running tests)")
+	rep.Status = nodes.RunInterrupted
+	out.Reset()
+	require.NoError(t, rep.Write(&out))
+	require.NotContains(t, out.String(), "box-b")
 }
