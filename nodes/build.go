@@ -85,9 +85,11 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 		if passed {
 			// The run's tasks did not break it: nothing of theirs is
 			// reverted, and a finished run fails, as main does.
-			u.Log.Add(p.entry("", "the run's own head %s passes: commits made on main outside the run broke it, and are yours to fix", short(own)))
+			line := fmt.Sprintf("main fails its build verification at %s, while the run's own head %s passes: commits made on main outside the run broke it, and are yours to fix", short(head), short(own))
+			u.Log.Add(p.entry("", "%s", line))
 			if final {
 				u.Outcome.Set(OutcomeFailed)
+				u.OutcomeReason.Set(line + ": " + clip.Line(failure, 160))
 			}
 			return u, nil
 		}
@@ -105,8 +107,10 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	case c != nil:
 		u.Culprits.Set([]Culprit{*c})
 	case final:
+		line := "main fails its build verification and no integrated task explains it: " + clip.Line(failure, 160)
 		u.Outcome.Set(OutcomeFailed)
-		u.Log.Add(p.entry("", "main fails its build verification and no integrated task explains it: %s", clip.Line(failure, 160)))
+		u.OutcomeReason.Set(line)
+		u.Log.Add(p.entry("", "%s", line))
 	default:
 		// The branch failed before these attempts too: they stay, and
 		// the run goes on; the final build verification says so again.

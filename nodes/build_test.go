@@ -148,6 +148,7 @@ func TestBuildBrokenBeforeTheRunFails(t *testing.T) {
 	require.Contains(t, log, "build verification failed on main at ")
 	require.Contains(t, log, "bisect: build 1, prefix 0 of 1: fails")
 	require.Contains(t, log, "main fails its build verification and no integrated task explains it: go test ./... exited with code 1")
+	require.True(t, strings.HasPrefix(res.State.OutcomeReason.Get(), "main fails its build verification and no integrated task explains it: go test ./... exited with code 1"), res.State.OutcomeReason.Get())
 	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the try stays integrated")
 }
 
@@ -278,6 +279,7 @@ func TestBuildVerificationChecksCommitsMadeOutsideTheRun(t *testing.T) {
 	log := logText(res.State)
 	require.Contains(t, log, "build verification failed on main at ")
 	require.Contains(t, log, "commits made on main outside the run broke it")
+	require.Contains(t, res.State.OutcomeReason.Get(), "commits made on main outside the run broke it, and are yours to fix: 1 of 2 tests failed")
 	require.NotContains(t, log, "passed before")
 	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "T1 is not reverted")
 }

@@ -43,7 +43,7 @@ type RunEvent struct {
 	Tool         string // worker_activity
 	Summary      string // worker_activity
 	Host         string // worker_activity: host:pid of a worker in another process
-	Reason       string // provider_wait, task_escalated
+	Reason       string // provider_wait, task_escalated, run_finished (failed or aborted: why)
 	Seconds      float64
 	Passed       bool   // task_verified
 	Error        string // task_verified
@@ -88,6 +88,9 @@ func (e RunEvent) MarshalJSON() ([]byte, error) {
 		m["usage"] = e.Usage
 	case EventRunFinished:
 		m["status"], m["exit_code"] = e.Status, e.ExitCode
+		if e.Reason != "" {
+			m["reason"] = e.Reason
+		}
 	}
 	return json.Marshal(m)
 }

@@ -37,7 +37,7 @@ func TestRunEventJSON(t *testing.T) {
 		EventTaskIntegrated: {"task_id", "attempt", "commit"},
 		EventTaskEscalated:  {"task_id", "reason"},
 		EventUsage:          {"usage"},
-		EventRunFinished:    {"status", "exit_code"},
+		EventRunFinished:    {"status", "exit_code", "reason"}, // reason: a failed or aborted run's
 	} {
 		e := full
 		e.Type = typ

@@ -692,6 +692,7 @@ func (p *Pipeline) escalate(ctx context.Context, s State) (State, error) {
 		switch d.Action {
 		case ActionAbort:
 			u.Outcome.Set(OutcomeAborted)
+			u.OutcomeReason.Set(strings.TrimSuffix("aborted in the review of "+e.TaskID+": "+d.Note, ": "))
 			u.Log.Add(p.entry(e.TaskID, "review: abort the run"))
 			u.Escalations.Set(nil)
 			putChanged(&u, s, tasks)

@@ -45,7 +45,9 @@ type State struct {
 	// Builds counts build verifications; it numbers their worktrees.
 	Builds  graph.Value[int]    `json:"builds"`
 	Outcome graph.Value[string] `json:"outcome"`
-	Log     graph.Append[Entry] `json:"log"`
+	// OutcomeReason says why a run ended failed or aborted, in a line.
+	OutcomeReason graph.Value[string] `json:"outcome_reason"`
+	Log           graph.Append[Entry] `json:"log"`
 
 	// PlanUsage is what the breakdown's model calls used.
 	PlanUsage graph.Value[llm.Usage] `json:"plan_usage"`

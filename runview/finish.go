@@ -25,7 +25,7 @@ func (v *View) Finish(res graph.Result[nodes.State], status string, exitCode int
 		ev := v.tr.Event(nodes.EventUsage)
 		ev.Usage = usage
 		fin := v.tr.Event(nodes.EventRunFinished)
-		fin.Status, fin.ExitCode = status, exitCode
+		fin.Status, fin.ExitCode, fin.Reason = status, exitCode, outcomeReason(res.State, status)
 		v.emit(ev, fin)
 		return
 	}
@@ -47,6 +47,9 @@ func (v *View) Finish(res graph.Result[nodes.State], status string, exitCode int
 	if ids := nodes.NoChangeTasks(res.State); len(ids) > 0 {
 		v.println(fmt.Sprintf("no_change: true for %s (completed: the tests passed, but the worker changed nothing)", strings.Join(ids, ", ")))
 	}
+	if why := outcomeReason(res.State, status); why != "" {
+		v.println("why: " + why)
+	}
 	switch status {
 	case nodes.RunPaused:
 		db := v.opts.NextFlags
@@ -62,4 +65,12 @@ func (v *View) Finish(res graph.Result[nodes.State], status string, exitCode int
 		}
 		v.printCommand("taskloom resume " + id + v.opts.NextFlags)
 	}
+}
+
+// outcomeReason is why a run that ended failed or aborted did, or "".
+func outcomeReason(s nodes.State, status string) string {
+	if status != nodes.RunFailed && status != nodes.RunAborted {
+		return ""
+	}
+	return s.OutcomeReason.Get()
 }

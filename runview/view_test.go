@@ -131,6 +131,24 @@ ended partial: 1 skipped, 1 blocked; the rest is done
 `, out.String())
 }
 
+// A run that ended failed says why, in text and in its run_finished event;
+// one that completed has no why.
+func TestFinishSaysWhyARunFailed(t *testing.T) {
+	t.Parallel()
+	var st nodes.State
+	st.Tasks.Put("T1", planner.Task{ID: "T1", Status: planner.StatusCompleted})
+	st.OutcomeReason.Set("main fails its build verification and no integrated task explains it: go vet failed")
+	var out bytes.Buffer
+	New(&out, Opts{RunID: "R1"}).Finish(graph.Result[nodes.State]{State: st}, nodes.RunFailed, 4)
+	require.Contains(t, out.String(), "\nwhy: main fails its build verification and no integrated task explains it: go vet failed\n")
+	out.Reset()
+	New(&out, Opts{RunID: "R1", JSON: true}).Finish(graph.Result[nodes.State]{State: st}, nodes.RunFailed, 4)
+	require.Contains(t, out.String(), `"reason":"main fails its build verification`)
+	out.Reset()
+	New(&out, Opts{RunID: "R1"}).Finish(graph.Result[nodes.State]{State: st}, nodes.RunCompleted, 0)
+	require.NotContains(t, out.String(), "why:")
+}
+
 func TestInterruptedEndsWithTheResumeCommand(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer

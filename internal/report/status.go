@@ -18,8 +18,10 @@ import (
 
 // Status is a run's progress: what status --json prints.
 type Status struct {
-	RunID          string               `json:"run_id"`
-	Status         string               `json:"status"`
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	// Reason says why a run that ended failed or aborted did.
+	Reason         string               `json:"reason,omitempty"`
 	TargetBranch   string               `json:"target_branch"`
 	Tasks          scheduler.Summary    `json:"tasks"`
 	CurrentTaskIDs []string             `json:"current_task_ids"`
@@ -95,6 +97,9 @@ func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
 			rep.LinearIssues = append(rep.LinearIssues, LinearIssue{TaskID: t.ID, LinearIssueID: t.LinearIssueID})
 		}
 	}
+	if run.Status == nodes.RunFailed || run.Status == nodes.RunAborted {
+		rep.Reason = st.OutcomeReason.Get()
+	}
 	meta, _ := session.ParseMeta(run)
 	rep.TargetBranch = st.Branch.Get()
 	if rep.TargetBranch == "" {
@@ -150,6 +155,9 @@ func currentTaskIDs(st nodes.State, status string) []string {
 func (rep Status) Write(w io.Writer) error {
 	st := rep.head.State
 	fmt.Fprintf(w, "run %s: %s\n", rep.RunID, rep.Status)
+	if rep.Reason != "" {
+		fmt.Fprintf(w, "why: %s\n", rep.Reason)
+	}
 	fmt.Fprintf(w, "product %s, repo %s\n", rep.run.ProductPath, rep.run.Repo)
 	fmt.Fprintf(w, "started %s, updated %s\n", localTime(rep.run.CreatedAt), localTime(rep.run.UpdatedAt))
 	sum := rep.Tasks

@@ -45,3 +45,16 @@ func TestStatusWriteNamesTheWorker(t *testing.T) {
 	require.NoError(t, rep.Write(&out))
 	require.NotContains(t, out.String(), "box-b")
 }
+
+// A failed run's status says why it failed.
+func TestStatusOfAFailedRunSaysWhy(t *testing.T) {
+	var st nodes.State
+	st.OutcomeReason.Set("main fails its build verification and no integrated task explains it: go vet failed")
+	rep := NewStatus(nodes.Run{ID: "r1", Status: nodes.RunFailed}, graph.Result[nodes.State]{State: st})
+	require.Equal(t, st.OutcomeReason.Get(), rep.Reason)
+	var out strings.Builder
+	require.NoError(t, rep.Write(&out))
+	require.Contains(t, out.String(), "run r1: failed\nwhy: main fails its build verification")
+	rep = NewStatus(nodes.Run{ID: "r1", Status: nodes.RunRunning}, graph.Result[nodes.State]{State: st})
+	require.Empty(t, rep.Reason, "a stale reason of an earlier end")
+}
