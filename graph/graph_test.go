@@ -297,11 +297,18 @@ func TestInterruptsInParallelBranches(t *testing.T) {
 
 		// Answer branch 0 and half of branch 1: branch 0 completes, branch 1
 		// does not run again, and the run stays interrupted.
+		// The interrupt event names only the question still open.
 		runs.Store(0)
-		res, err = run.Resume(ctx, "ints", map[string]any{ids[0]: "A", ids[1]: "B"}, nil)
+		var raised []string
+		res, err = run.Resume(ctx, "ints", map[string]any{ids[0]: "A", ids[1]: "B"}, &graph.RunOpts{EventFunc: func(e graph.Event) {
+			if e.Kind == graph.EventInterrupt {
+				raised = append(raised, interruptIDs(e.Interrupts)...)
+			}
+		}})
 		require.NoError(t, err)
 		require.Equal(t, graph.StatusInterrupted, res.Status)
 		require.Equal(t, []string{"2/ask#1/1"}, interruptIDs(res.Interrupts))
+		require.Equal(t, []string{"2/ask#1/1"}, raised)
 		require.Equal(t, int32(1), runs.Load(), "only the fully answered branch runs")
 
 		// The last answer: branch 1 runs, branch 0's recorded result is used.

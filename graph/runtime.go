@@ -881,8 +881,12 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 			errs = append(errs, res.err)
 			continue
 		}
-		if len(res.interrupts) > 0 {
-			interrupted = append(interrupted, res.interrupts...)
+		for _, in := range res.interrupts {
+			// A question answered already, beside one still open, is
+			// not asked again.
+			if _, answered := t.resume[in.ID]; !answered {
+				interrupted = append(interrupted, in)
+			}
 		}
 	}
 	if r.saver != nil && !record {
