@@ -92,19 +92,20 @@ func TestRetriesInPlace(t *testing.T) {
 				llmtest.Fault{Status: 500},
 				llmtest.Fault{Reset: true},
 				llmtest.Fault{Status: 503, Header: retryAfterHeader("Wed, 01 Jan 2025 00:01:00 GMT")},
+				llmtest.Fault{CutBody: true},
 			), nil)
 			resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
 			require.NoError(t, err)
 			require.Len(t, resp.Choices[0].ToolCalls, 1)
 
 			calls := s.srv.Calls()
-			require.Len(t, calls, 7, "six faults, then the reply")
+			require.Len(t, calls, 8, "seven faults, then the reply")
 			require.Empty(t, llmtest.RetriedEqual(calls), "each retry sends the failed request's bytes")
 			var reasons []string
 			for _, w := range s.Waits() {
 				reasons = append(reasons, w.Reason)
 			}
-			require.Equal(t, []string{KindRateLimit, KindRateLimit, KindOverloaded, KindServer, KindReset, KindServer}, reasons)
+			require.Equal(t, []string{KindRateLimit, KindRateLimit, KindOverloaded, KindServer, KindReset, KindServer, KindReset}, reasons)
 			waits := s.clock.Waits()
 			require.Equal(t, 3*time.Second, waits[0], "retry-after in seconds")
 			require.Equal(t, 1500*time.Millisecond, waits[1], "retry-after-ms")

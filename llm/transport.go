@@ -283,6 +283,13 @@ func (t *guardTransport) try(ctx context.Context, req *http.Request, body []byte
 	if err != nil {
 		return nil, t.lost(actx, err)
 	}
+	if !json.Valid(data) {
+		// A body that ended cleanly but early, as when a proxy closes
+		// the connection: the reply never came whole, so the request is
+		// tried again like any reply lost on the way.
+		return nil, &failure{kind: KindReset, retry: true,
+			msg: fmt.Sprintf("the reply's body ended before its JSON did (%d bytes)", len(data))}
+	}
 	if t.anthropic {
 		data = fixAnthropicMessage(data)
 	} else {

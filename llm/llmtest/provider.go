@@ -79,11 +79,15 @@ type Fault struct {
 	ArgsAsObject bool
 	// NoUsage leaves the usage out.
 	NoUsage bool
+	// CutBody answers 200 with the first half of the reply's body only, a
+	// complete HTTP response whose JSON is not: a proxy that closed the
+	// connection early does this.
+	CutBody bool
 }
 
 // Failed reports whether the fault keeps the request from being answered
 // with a reply.
-func (f Fault) Failed() bool { return f.Status != 0 || f.Reset || f.Stall > 0 }
+func (f Fault) Failed() bool { return f.Status != 0 || f.Reset || f.Stall > 0 || f.CutBody }
 
 // FaultFunc picks the fault of a request: try counts the earlier
 // requests of the same turn (0 for the first).
@@ -233,6 +237,10 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 		resp = openAIMessage(rep, f, u)
 	}
 	w.Header().Set("Content-Type", resp.ContentType)
+	if f.CutBody {
+		_, _ = io.WriteString(w, resp.Body[:len(resp.Body)/2])
+		return
+	}
 	if _, err := io.WriteString(w, resp.Body); err != nil {
 		return
 	}
