@@ -25,7 +25,7 @@ func ExampleRun() {
 	fmt.Println(v.ErrorContext(4000))
 	// Output:
 	// passed: false
-	// missing files (files_to_create): README.md
+	// missing files (files_to_create, test_files): README.md
 	// the test command exited with code 2
 	// output:
 	// PASS: 3 tests

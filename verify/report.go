@@ -26,7 +26,7 @@ func (r Verdict) errorContext(limit int) string {
 		fmt.Fprintf(&b, "the tests timed out after %s and were killed\n", r.Duration.Round(time.Millisecond))
 	}
 	if len(r.MissingFiles) > 0 {
-		fmt.Fprintf(&b, "missing files (files_to_create): %s\n", strings.Join(r.MissingFiles, ", "))
+		fmt.Fprintf(&b, "missing files (files_to_create, test_files): %s\n", strings.Join(r.MissingFiles, ", "))
 	}
 	switch {
 	case r.Failed > 0 || len(r.Failures) > 0:

@@ -473,6 +473,17 @@ func TestVerifyGoTest(t *testing.T) {
 		require.Empty(t, rep.ErrorContext(1000))
 	})
 
+	// go test passes on a package whose test file was never written: the
+	// file is missing, and the try fails. A pattern needs one match.
+	t.Run("test file never written", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Run(ctx, dir, Spec{TestFiles: []string{"sum/sum_more_test.go", "sum/*_test.go"}}, &Opts{Env: goEnv})
+		require.NoError(t, err)
+		require.False(t, rep.Passed)
+		require.Equal(t, []string{"sum/sum_more_test.go"}, rep.MissingFiles)
+		require.Contains(t, rep.ErrorContext(1000), "missing files (files_to_create, test_files): sum/sum_more_test.go")
+	})
+
 	t.Run("failing test and a missing file", func(t *testing.T) {
 		t.Parallel()
 		rep, err := Run(ctx, dir, Spec{Command: []string{"go", "test", "./sum", "./double"}, FilesToCreate: []string{"sum/sum.go", "double/double.go", "double/README.md"}}, &Opts{Env: goEnv})
@@ -491,7 +502,7 @@ func TestVerifyGoTest(t *testing.T) {
 
 		ec := rep.ErrorContext(2000)
 		require.LessOrEqual(t, len(ec), 2000)
-		require.Contains(t, ec, "missing files (files_to_create): double/README.md")
+		require.Contains(t, ec, "missing files (files_to_create, test_files): double/README.md")
 		require.Contains(t, ec, "1 of 3 tests failed (go test, exit code 1)")
 		require.Contains(t, ec, "--- FAIL: TestDouble (example.com/v/double)")
 		require.Contains(t, ec, "Double(2) = 5, want 4")
@@ -603,7 +614,7 @@ func TestVerifyExitCode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	testkit.WriteFiles(t, dir, map[string]string{"a.txt": "a", "sub/b.txt": "b"})
+	testkit.WriteFiles(t, dir, map[string]string{"a.txt": "a", "sub/b.txt": "b", "README.md": "r"})
 
 	t.Run("nothing to run, files exist", func(t *testing.T) {
 		t.Parallel()
@@ -619,7 +630,7 @@ func TestVerifyExitCode(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, rep.Passed)
 		require.Equal(t, []string{"c.txt", "../a.txt"}, rep.MissingFiles)
-		require.Equal(t, "missing files (files_to_create): c.txt, ../a.txt", rep.ErrorContext(1000))
+		require.Equal(t, "missing files (files_to_create, test_files): c.txt, ../a.txt", rep.ErrorContext(1000))
 	})
 
 	t.Run("passing command", func(t *testing.T) {
@@ -726,7 +737,7 @@ func TestErrorContext(t *testing.T) {
 		{name: "timeout and missing files", limit: 1000,
 			report: Verdict{Format: FormatGoJSON, TimedOut: true, ExitCode: -1, Duration: 1500 * time.Millisecond, MissingFiles: []string{"a.go", "b.go"},
 				Total: 1, Failed: 1, Failures: []Failure{{Name: "TestHang", Output: "(the test did not finish)\n"}}},
-			wantFull: "the tests timed out after 1.5s and were killed\nmissing files (files_to_create): a.go, b.go\n1 of 1 tests failed (go test, exit code -1)\n--- FAIL: TestHang\n(the test did not finish)"},
+			wantFull: "the tests timed out after 1.5s and were killed\nmissing files (files_to_create, test_files): a.go, b.go\n1 of 1 tests failed (go test, exit code -1)\n--- FAIL: TestHang\n(the test did not finish)"},
 		{name: "tiny limit", limit: 40, report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many}},
 	}
 	for _, tt := range tests {
