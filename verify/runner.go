@@ -398,8 +398,10 @@ func makeRecipe(dir, target string) string {
 // deriveCommands makes the test commands for a task's test files: go test
 // on the packages of *_test.go files, pytest on test_*.py and *_test.py
 // files, vitest (when package.json or a vitest.config.* mentions it) or
-// jest on *.test.* and *.spec.* JS/TS files.
-func deriveCommands(dir string, testFiles []string) [][]string {
+// jest on *.test.* and *.spec.* JS/TS files. Where the project's own test
+// command runs pytest, jest or vitest, the task's files are run the same
+// way ("pytest" from the PATH, say, where python3 has no pytest module).
+func deriveCommands(dir string, testFiles, command []string) [][]string {
 	var goPkgs, pyFiles, jsFiles []string
 	for _, f := range testFiles {
 		f = path.Clean(filepath.ToSlash(f))
@@ -425,16 +427,40 @@ func deriveCommands(dir string, testFiles []string) [][]string {
 		cmds = append(cmds, append([]string{"go", "test"}, goPkgs...))
 	}
 	if len(pyFiles) > 0 {
-		cmds = append(cmds, append([]string{"python3", "-m", "pytest"}, pyFiles...))
+		run := runnerOf(command, "pytest", "py.test")
+		if run == nil {
+			run = []string{"python3", "-m", "pytest"}
+		}
+		cmds = append(cmds, append(run, pyFiles...))
 	}
 	if len(jsFiles) > 0 {
-		if usesVitest(dir) {
+		switch {
+		case runnerOf(command, "vitest") != nil:
+			cmds = append(cmds, slices.Concat(runnerOf(command, "vitest"), []string{"run"}, jsFiles))
+		case runnerOf(command, "jest") != nil:
+			cmds = append(cmds, append(runnerOf(command, "jest"), jsFiles...))
+		case usesVitest(dir):
 			cmds = append(cmds, append([]string{"npx", "--no", "vitest", "run"}, jsFiles...))
-		} else {
+		default:
 			cmds = append(cmds, append([]string{"npx", "--no", "jest"}, jsFiles...))
 		}
 	}
 	return cmds
+}
+
+// runnerOf returns the words of command that start one of the test
+// runners named, up to the runner itself: ["pytest"] of "pytest -q",
+// ["python3", "-m", "pytest"] of "python3 -m pytest tests", ["npx",
+// "jest"] of "npx jest --ci". It is nil when command runs none of them
+// directly (a script such as npm test or make test).
+func runnerOf(command []string, names ...string) []string {
+	for i, w := range command {
+		base := strings.TrimSuffix(filepath.Base(w), ".exe")
+		if slices.Contains(names, base) || slices.Contains(names, strings.TrimSuffix(base, ".js")) {
+			return slices.Clone(command[:i+1])
+		}
+	}
+	return nil
 }
 
 var jsTestFile = regexp.MustCompile(`\.(test|spec)\.(js|jsx|ts|tsx|mjs|cjs|mts|cts)$`)

@@ -133,7 +133,7 @@ func Run(ctx context.Context, dir string, spec Spec, opts *Opts) (Verdict, error
 		timeout = DefaultTimeout
 	}
 	base := Verdict{Format: FormatNone, MissingFiles: missingFiles(dir, slices.Concat(spec.FilesToCreate, spec.TestFiles))}
-	scoped := deriveCommands(dir, spec.TestFiles)
+	scoped := deriveCommands(dir, spec.TestFiles, spec.Command)
 	cmds := scoped
 	if len(spec.Command) > 0 && !slices.ContainsFunc(scoped, func(c []string) bool { return slices.Equal(c, spec.Command) }) {
 		cmds = append(cmds, spec.Command)

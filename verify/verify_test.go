@@ -305,19 +305,26 @@ func TestDeriveCommands(t *testing.T) {
 	vitestDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(vitestDir, "package.json"), []byte(`{"devDependencies": {"vitest": "^3.2.0"}}`), 0o644))
 	tests := []struct {
-		name  string
-		dir   string
-		files []string
-		want  []string
+		name    string
+		dir     string
+		files   []string
+		want    []string
+		command []string
 	}{
-		{"none", "", nil, nil},
-		{"go packages, deduplicated and sorted", "", []string{"b/x_test.go", "a/y_test.go", "./b/z_test.go", "b/x.go"}, []string{"go test ./a ./b"}},
-		{"go root package", "", []string{"main_test.go"}, []string{"go test ."}},
-		{"pytest", "", []string{"tests/test_cart.py", "tests/conftest.py", "cart_test.py"}, []string{"python3 -m pytest tests/test_cart.py cart_test.py"}},
-		{"jest by default", "", []string{"src/a.test.ts", "src/b.spec.jsx", "src/c.ts"}, []string{"npx --no jest src/a.test.ts src/b.spec.jsx"}},
-		{"vitest from package.json", vitestDir, []string{"src/a.test.ts"}, []string{"npx --no vitest run src/a.test.ts"}},
-		{"several kinds", "", []string{"a_test.go", "test_a.py"}, []string{"go test .", "python3 -m pytest test_a.py"}},
-		{"unrecognised", "", []string{"README.md", "spec/a_spec.rb"}, nil},
+		{"none", "", nil, nil, nil},
+		{"go packages, deduplicated and sorted", "", []string{"b/x_test.go", "a/y_test.go", "./b/z_test.go", "b/x.go"}, []string{"go test ./a ./b"}, nil},
+		{"go root package", "", []string{"main_test.go"}, []string{"go test ."}, nil},
+		{"pytest", "", []string{"tests/test_cart.py", "tests/conftest.py", "cart_test.py"}, []string{"python3 -m pytest tests/test_cart.py cart_test.py"}, nil},
+		{"jest by default", "", []string{"src/a.test.ts", "src/b.spec.jsx", "src/c.ts"}, []string{"npx --no jest src/a.test.ts src/b.spec.jsx"}, nil},
+		{"vitest from package.json", vitestDir, []string{"src/a.test.ts"}, []string{"npx --no vitest run src/a.test.ts"}, nil},
+		{"several kinds", "", []string{"a_test.go", "test_a.py"}, []string{"go test .", "python3 -m pytest test_a.py"}, nil},
+		{"unrecognised", "", []string{"README.md", "spec/a_spec.rb"}, nil, nil},
+		// The project's own runner runs the task's files too.
+		{"pytest from the PATH", "", []string{"tests/test_a.py"}, []string{"pytest tests/test_a.py"}, []string{"pytest", "-q"}},
+		{"pytest of another python", "", []string{"test_a.py"}, []string{"/opt/py/bin/python -m pytest test_a.py"}, []string{"/opt/py/bin/python", "-m", "pytest", "-x"}},
+		{"jest through npx", "", []string{"a.test.js"}, []string{"npx jest a.test.js"}, []string{"npx", "jest", "--ci"}},
+		{"vitest by path", "", []string{"a.test.ts"}, []string{"node_modules/.bin/vitest run a.test.ts"}, []string{"node_modules/.bin/vitest", "run"}},
+		{"a script names no runner", "", []string{"test_a.py"}, []string{"python3 -m pytest test_a.py"}, []string{"make", "test"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -327,7 +334,7 @@ func TestDeriveCommands(t *testing.T) {
 				dir = t.TempDir()
 			}
 			var got []string
-			for _, c := range deriveCommands(dir, tt.files) {
+			for _, c := range deriveCommands(dir, tt.files, tt.command) {
 				got = append(got, strings.Join(c, " "))
 			}
 			require.Equal(t, tt.want, got)
