@@ -46,7 +46,7 @@ func TestBuildBisectsToAPairAndRevertsTheCulprit(t *testing.T) {
 	require.Contains(t, log, "bisect: build 1, prefix 0 of 2: passes")
 	require.Contains(t, log, "bisect: build 2, prefix 1 of 2 (through T1/1): passes")
 	require.Contains(t, log, "plus the suspect ")
-	require.Contains(t, log, "bisect: bisection over 2 attempts took 3 builds: T2/1 broke main together with T1/1 (each passes without the other)")
+	require.Contains(t, log, "bisect: bisection over 2 attempts took 4 builds: T2/1 broke main together with T1/1 (each passes without the other)")
 	require.Contains(t, log, "T2 broke main; reverted it as ")
 
 	broke, _ := res.State.Attempts.Get("T2/1")
@@ -150,6 +150,27 @@ func TestBuildBrokenBeforeTheRunFails(t *testing.T) {
 	require.Contains(t, log, "main fails its build verification and no integrated task explains it: go test ./... exited with code 1")
 	require.True(t, strings.HasPrefix(res.State.OutcomeReason.Get(), "main fails its build verification and no integrated task explains it: go test ./... exited with code 1"), res.State.OutcomeReason.Get())
 	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the try stays integrated")
+}
+
+// A build that fails once and passes when run again (a flaky test) blames
+// no one: the bisection builds the whole branch again before it reverts
+// the last try, which stays, and the run completes.
+func TestBuildFailingOnceRevertsNothing(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo, "calc/add_test.go": addTestGo}}}
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go")))
+	mark := filepath.Join(t.TempDir(), "failed-once")
+	p.BuildCommand = []string{"sh", "-c", "test -f " + mark + " && exit 0; touch " + mark + "; echo 'TestFlaky: timing out'; exit 1"}
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, RunCompleted, status, logText(res.State))
+	log := logText(res.State)
+	require.Contains(t, log, "bisect: build 2, prefix 1 of 1 (through T1/1): passes")
+	require.Contains(t, log, "when run again, after it failed once (a flaky test?); nothing is reverted")
+	require.NotContains(t, log, "broke main")
+	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the try stays, with no revert")
+	require.Equal(t, res.State.Head.Get(), res.State.Verified.Get())
 }
 
 // A build that times out on the branch as it was before a batch is not
