@@ -45,7 +45,7 @@ func passingT2(s *llm.Script) {
 		if strings.HasPrefix(c.Match, `Task: T2 `) && strings.Contains(c.Match, "Attempt: 2") {
 			for _, r := range c.Replies {
 				for _, tc := range r.ToolCalls {
-					if tc.Name == "write_to_file" {
+					if tc.Name == "write_to_file" && strings.Contains(string(tc.Arguments), `"textkit/count.go"`) {
 						fixed = string(tc.Arguments)
 					}
 				}
