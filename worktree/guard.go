@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -177,6 +178,21 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 			}
 		}
 	}
+	gitDir, broken := m.adminDir(g.w.Path)
+	if broken == nil {
+		moved, err := m.restoreAdmin(g.w, gitDir)
+		changed = append(changed, moved...)
+		if err != nil {
+			restoreErrs = append(restoreErrs, err)
+		}
+		refused, err := m.adoptObjects(ctx, gitDir)
+		for _, r := range refused {
+			changed = append(changed, "the worker's git wrote "+r+", which was left out")
+		}
+		if err != nil {
+			return fmt.Errorf("attempt %s: %w", g.w.ID(), err)
+		}
+	}
 	if len(restoreErrs) > 0 {
 		return fmt.Errorf("attempt %s changed %s and taskloom could not put it back: %w",
 			g.w.ID(), strings.Join(changed, "; "), errors.Join(restoreErrs...))
@@ -186,10 +202,52 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 			slog.String("attempt", g.w.ID()), slog.Any("changed", changed))
 		return &TamperError{Attempt: g.w.ID(), Changed: changed}
 	}
-	if _, err := m.adminDir(g.w.Path); err != nil {
-		return err
+	return broken
+}
+
+// restoreAdmin checks the two files of the attempt's own git metadata
+// folder that taskloom's commands in the worktree trust, and puts back
+// whichever changed: HEAD must name the attempt's branch, and commondir the
+// repository's git dir. The worker can write that folder, since its own
+// commits need it; so it could point HEAD at main, which taskloom's commit
+// of the attempt would then move, or detach it or point commondir at
+// another repository, where the attempt's commit would be lost and the
+// task read as one that changed nothing.
+func (m *Manager) restoreAdmin(w *Worktree, gitDir string) (changed []string, err error) {
+	want := "ref: refs/heads/" + w.Branch
+	head, rerr := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if got := strings.TrimSpace(string(head)); rerr != nil || got != want {
+		to, _ := strings.CutPrefix(got, "ref: ")
+		if !strings.HasPrefix(got, "ref: ") && got != "" {
+			to = "a detached commit " + shortSHA(got)
+		}
+		changed = append(changed, fmt.Sprintf("the worktree's HEAD was moved off its branch %s to %s", w.Branch, cmp.Or(to, "nothing")))
+		err = errors.Join(err, restoreFile(filepath.Join(gitDir, "HEAD"), fileState{data: []byte(want + "\n"), mode: 0o644}))
 	}
-	return nil
+	common, rerr := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	target := strings.TrimSpace(string(common))
+	if target != "" && !filepath.IsAbs(target) {
+		target = filepath.Join(gitDir, target)
+	}
+	if rerr != nil || !samePath(target, m.commonDir) {
+		changed = append(changed, fmt.Sprintf("the worktree's commondir was pointed at %s", cmp.Or(target, "nothing")))
+		rel, rerr := filepath.Rel(gitDir, m.commonDir)
+		if rerr != nil {
+			rel = m.commonDir
+		}
+		err = errors.Join(err, restoreFile(filepath.Join(gitDir, "commondir"), fileState{data: []byte(filepath.ToSlash(rel) + "\n"), mode: 0o644}))
+	}
+	return changed, err
+}
+
+// samePath reports whether a and b name the same folder, links resolved.
+func samePath(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }
 
 // refChanges names the refs that differ between two snapshots.

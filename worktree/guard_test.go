@@ -38,6 +38,12 @@ func TestGuardPutsBackWhatAWorkerChanged(t *testing.T) {
 		{"kept attempt ref", "git update-ref refs/taskloom/attempts/old/T9/1 HEAD", []string{"refs/taskloom/attempts/old/T9/1 was moved"}},
 		{"config and hook", "git config --file \"$(git rev-parse --git-common-dir)/config\" core.hooksPath /tmp/evil; printf '#!/bin/sh\\necho pwned\\n' > \"$(git rev-parse --git-common-dir)/hooks/post-commit\"",
 			[]string{"the repository's config was changed", "hook post-commit was created"}},
+		// The worktree's own HEAD and commondir: taskloom's commit of the
+		// attempt would move main, or be lost in another repository.
+		{"HEAD onto main", "git symbolic-ref HEAD refs/heads/main", []string{"the worktree's HEAD was moved off its branch taskloom/r1/T1/1 to refs/heads/main"}},
+		{"detached HEAD", "git checkout -q --detach", []string{"the worktree's HEAD was moved off its branch taskloom/r1/T1/1 to a detached commit"}},
+		{"commondir elsewhere", "git init -q --bare ../elsewhere.git && echo \"$(cd ../elsewhere.git && pwd)\" > \"$(git rev-parse --git-dir)/commondir\"",
+			[]string{"the worktree's commondir was pointed at", "elsewhere.git"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +80,8 @@ func TestGuardPutsBackWhatAWorkerChanged(t *testing.T) {
 			require.Equal(t, before, after)
 			require.Equal(t, config, read(t, repo, ".git/config"))
 			require.NoFileExists(t, filepath.Join(repo, ".git", "hooks", "post-commit"))
+			require.Equal(t, "refs/heads/"+w.Branch, gitT(t, w.Path, "symbolic-ref", "HEAD"), "the worktree is on its branch again")
+			require.Equal(t, filepath.Join(repo, ".git"), gitT(t, w.Path, "rev-parse", "--path-format=absolute", "--git-common-dir"))
 		})
 	}
 }
@@ -183,6 +191,7 @@ func TestConfinedRefs(t *testing.T) {
 	gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "the user's second commit")
 	m := open(t, repo, &worktree.Opts{ConfinedRefs: true})
 	w, g := guardedAttempt(t, m, "T1")
+	base := gitT(t, repo, "rev-parse", "main")
 	cf, err := m.Confine(w.Path, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: testkit.GitEnv()})
 	require.NoError(t, err)
 	res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Dir: w.Path, Args: []string{"sh", "-c",
@@ -192,7 +201,7 @@ git update-ref refs/heads/main HEAD~1 2>&1; git tag evil 2>&1; echo end`}}))
 	require.Contains(t, res.Stdout, "committed")
 	require.Contains(t, res.Stdout, "end")
 	main := gitT(t, repo, "rev-parse", "main")
-	require.Equal(t, gitT(t, repo, "rev-parse", w.Branch+"~1"), main, "main did not move")
+	require.Equal(t, base, main, "main did not move")
 	require.Empty(t, gitT(t, repo, "tag", "--list", "evil"))
 
 	// Meanwhile the user resets main: not the worker's doing, not undone.
@@ -200,4 +209,45 @@ git update-ref refs/heads/main HEAD~1 2>&1; git tag evil 2>&1; echo end`}}))
 	require.NoError(t, m.Restore(ctx, g))
 	require.Equal(t, gitT(t, repo, "rev-parse", "HEAD"), gitT(t, repo, "rev-parse", "main"))
 	require.NotEqual(t, main, gitT(t, repo, "rev-parse", "main"))
+}
+
+// TestQuarantineKeepsTheStore: in the sandbox, the objects a worker's git
+// writes go to the attempt's quarantine, and the objects of the user's
+// history cannot be rewritten in place. Restore adopts the quarantine's
+// objects into the store, except one whose content is not its name.
+func TestQuarantineKeepsTheStore(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" || proc.Probe().Landlock == 0 {
+		t.Skip("the object store is confined only on Linux with Landlock")
+	}
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+	m := open(t, repo, nil)
+	w, g := guardedAttempt(t, m, "T1")
+	cf, err := m.Confine(w.Path, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: testkit.GitEnv()})
+	require.NoError(t, err)
+	blob := gitT(t, repo, "rev-parse", "main:a.txt")
+	res, err := proc.Run(ctx, cf.Apply(proc.Cmd{Dir: w.Path, Args: []string{"sh", "-c", `
+C=$(git rev-parse --git-common-dir); O="$C/objects/` + blob[:2] + `/` + blob[2:] + `"
+chmod u+w "$O"; (printf HACKED > "$O") 2>/dev/null || echo refused
+echo b > b.txt && git add b.txt && git -c user.name=w -c user.email=w@x commit -q -m work && echo committed
+mkdir -p "$GIT_OBJECT_DIRECTORY/ab" && printf 'forged' > "$GIT_OBJECT_DIRECTORY/ab/cdef0123456789abcdef0123456789abcdef01"`}}))
+	require.NoError(t, err)
+	require.Contains(t, res.Stdout, "refused")
+	require.Contains(t, res.Stdout, "committed")
+	require.Equal(t, "a", gitT(t, repo, "cat-file", "blob", blob), "the user's history is intact")
+	head := strings.TrimSpace(read(t, repo, ".git/refs/heads/"+w.Branch))
+	require.Error(t, exec.Command("git", "-C", repo, "cat-file", "-e", head).Run(), "the commit waits in the quarantine")
+
+	err = m.Restore(ctx, g)
+	var te *worktree.TamperError
+	require.ErrorAs(t, err, &te)
+	require.Contains(t, err.Error(), "the worker's git wrote object abcdef0 (not an object")
+	gitT(t, repo, "cat-file", "-e", head)
+	require.Equal(t, "b\n", gitT(t, repo, "show", head+":b.txt")+"\n")
+	require.Error(t, exec.Command("git", "-C", repo, "cat-file", "-e", "abcdef0123456789abcdef0123456789abcdef01").Run())
+	sha, changed, err := m.Commit(ctx, w, "T1: work")
+	require.NoError(t, err)
+	require.True(t, changed)
+	require.Equal(t, "b\n", gitT(t, repo, "show", sha+":b.txt")+"\n")
 }

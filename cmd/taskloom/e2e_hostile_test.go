@@ -57,10 +57,14 @@ var hostileCases = []hostileCase{
 		refs: true, refNaming: []string{"refs/tags/v1 was moved", "the repository's config was changed"}},
 	{name: "push into the user's repo", first: `git -C . push -q --force --receive-pack='git -c receive.denyCurrentBranch=ignore receive-pack' "$(git rev-parse --git-common-dir)/.." HEAD~1:main`,
 		refs: true, refNaming: []string{"refs/heads/main was moved"}},
+	// The worktree's own HEAD is the worker's to write: the guard puts
+	// it back before taskloom commits there, which would move main.
+	{name: "HEAD onto main", first: `git symbolic-ref HEAD refs/heads/main; echo broken > main-moved.txt`,
+		failNaming: []string{"the worktree's HEAD was moved off its branch"}},
 	{name: "rm -rf .git", first: `rm -rf .git; echo mine > hello.txt; git add -A; git commit -qm sneaky || true`,
-		failNaming: []string{"broke its worktree"}},
+		failNaming: []string{"worktree was broken while the worker ran"}},
 	{name: "rm -rf its worktree", first: `d="$PWD"; cd /; rm -rf "$d"`,
-		failNaming: []string{"broke its worktree"}},
+		failNaming: []string{"worktree was broken while the worker ran"}},
 	{name: "writes outside", first: `echo pwned > ../../../pwned.txt; echo pwned > ../../../README.md; echo pwned > "$HOME/pwned.txt";
 echo pwned > ../../taskloom.db; rm -f ../../taskloom.db; echo pwned > /tmp/taskloom-hostile-pwned-$$ ; true`, sandboxOnly: true},
 	// The command worker keeps its provider key, so printenv shows it:
