@@ -535,7 +535,7 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 		case errors.Is(gerr, worktree.ErrBroken), errors.Is(gerr, worktree.ErrNotFound):
 			// Nothing of this attempt can be committed: git there would
 			// not run against the attempt. The retry gets a new worktree.
-			rec.Error = joinErrors(rec.Error, "the worker broke its worktree: "+gerr.Error())
+			rec.Error = joinErrors(rec.Error, "the attempt's worktree was broken while the worker ran (by the worker or by hand): "+gerr.Error())
 			return AttemptResult{Attempt: rec, Note: clip.Line(rec.Error, 160)}, nil
 		default:
 			return AttemptResult{}, fmt.Errorf("implement %s: %w", id, gerr)
@@ -568,6 +568,7 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 			sha = strings.TrimSpace(sha)
 		}
 	}
+	discarded := false
 	if changed {
 		if names := p.committedSecrets(ctx, wt); len(names) > 0 {
 			// A secret must never reach the user's branch. The commit is
@@ -575,9 +576,11 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 			if _, err := gitOutput(ctx, wt.Path, "reset", "-q", "--hard", "HEAD~1"); err != nil {
 				return AttemptResult{}, fmt.Errorf("implement %s: drop a commit with secrets: %w", id, err)
 			}
-			sha, changed = "", false
-			rec.Error = joinErrors(rec.Error, fmt.Sprintf("the attempt's changes contain the value of %s; a secret must never be committed, so they were discarded",
-				strings.Join(names, ", ")))
+			sha, changed, discarded = "", false, true
+			// Taskloom's own finding comes first: after a worker's
+			// stderr it would read as the end of that stderr.
+			rec.Error = joinErrors(fmt.Sprintf("the attempt's changes contain the value of %s; a secret must never be committed, so they were discarded",
+				strings.Join(names, ", ")), rec.Error)
 		}
 	}
 	if changed && len(p.BuildCommand) == 0 {
@@ -596,7 +599,10 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 	if rec.WorkerReason != "" {
 		msg += " (" + rec.WorkerReason + ")"
 	}
-	if !changed {
+	switch {
+	case discarded:
+		msg += "; its changes held a secret and were discarded"
+	case !changed:
 		msg += "; it changed nothing"
 	}
 	if len(rec.Ignored) > 0 {
@@ -608,8 +614,8 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 var errWorkerTimeout = errors.New("worker timed out")
 
 func joinErrors(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + "\n" + b
 }

@@ -344,6 +344,12 @@ func TestE2ECorruptCheckpoint(t *testing.T) {
 				require.True(t, strings.HasPrefix(stderr, want), "%v: stderr %q, want it to start with %q", args, stderr, want)
 				require.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line:\n%s", args, stderr)
 			}
+			// The way on that the line names works: a fork of the
+			// checkpoint before the damaged one.
+			from := fmt.Sprint(head - 1)
+			require.Contains(t, stderr, "; to go on from the checkpoint before it: taskloom resume "+bad+" --from "+from)
+			code, stdout, stderr = taskloom(t, "resume", bad, "--from", from, "--repo", dirs[0], "--db", db)
+			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		})
 	}
 }

@@ -72,7 +72,7 @@ func (o *runOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) erro
 	defer s.Close()
 	out, err := s.Start(ctx, session.StartOpts{Product: o.Product, ConfigFile: o.ConfigFile, Dir: o.Dir,
 		View: viewFunc(w, o.JSON, nextFlags(cmd)), Warn: cmd.ErrOrStderr()})
-	return finishRun(out, err, nextFlags(cmd))
+	return finishRun(out, err, nextFlags(cmd), o.JSON)
 }
 
 // resumeOpts are the options of taskloom resume.
@@ -125,7 +125,7 @@ func resumeRun(ctx context.Context, cmd *cobra.Command, s *session.Session, runI
 		how.Out = w
 	}
 	out, err := s.Resume(ctx, runID, how)
-	return finishRun(out, err, nextFlags(cmd))
+	return finishRun(out, err, nextFlags(cmd), asJSON)
 }
 
 // viewFunc shows a run on w: a live view on a terminal, plain lines
@@ -140,7 +140,9 @@ func viewFunc(w io.Writer, asJSON bool, next string) session.ViewFunc {
 
 // finishRun shows how the call ended and returns the error that carries
 // its exit code. The commands it prints carry next, the flags that find the run's store (nextFlags).
-func finishRun(out session.Outcome, err error, next string) error {
+// With --json, stdout holds only events: the command that resumes a
+// stopped run goes to stderr.
+func finishRun(out session.Outcome, err error, next string, asJSON bool) error {
 	var reset *worktree.ResetError
 	if errors.As(err, &reset) {
 		reset.Flags = next
@@ -159,6 +161,8 @@ func finishRun(out session.Outcome, err error, next string) error {
 	}
 	out.View.Finish(res, status, code)
 	switch {
+	case errors.Is(err, context.Canceled) && asJSON:
+		return withCode(exitInterrupted, fmt.Errorf("stopped; resume with: taskloom resume %s%s", out.RunID, next))
 	case errors.Is(err, context.Canceled):
 		return withCode(exitInterrupted, nil)
 	case err == nil && code == exitOK:

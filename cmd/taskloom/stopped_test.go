@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/runview"
 )
 
 // A step that fails for a reason outside the tasks (here a build command
@@ -88,4 +93,22 @@ func TestRunCommandsWithADBWorkFromAnywhere(t *testing.T) {
 	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	code, stdout, stderr = taskloom(t, "resume", id, "--repo", elsewhere, "--db", db)
 	require.Equal(t, exitPartial, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+}
+
+// With --json, stdout holds only events: a run stopped by Ctrl-C gives
+// the command that resumes it on stderr, with exit code 130.
+func TestStoppedJSONRunNamesTheResumeCommand(t *testing.T) {
+	var out strings.Builder
+	view := runview.New(&out, runview.Opts{RunID: "R1", JSON: true})
+	err := finishRun(session.Outcome{RunID: "R1", View: view}, fmt.Errorf("step 3: %w", context.Canceled), " --repo /r", true)
+	var ec *exitCodeError
+	require.ErrorAs(t, err, &ec)
+	require.Equal(t, exitInterrupted, ec.code)
+	require.Equal(t, "stopped; resume with: taskloom resume R1 --repo /r", err.Error())
+	require.Contains(t, out.String(), `"type":"run_finished"`)
+	require.NotContains(t, out.String(), "taskloom resume", "stdout stays JSON")
+
+	err = finishRun(session.Outcome{RunID: "R1", View: runview.New(&out, runview.Opts{RunID: "R1"})}, context.Canceled, "", false)
+	require.ErrorAs(t, err, &ec)
+	require.Empty(t, err.Error(), "the text summary printed the command already")
 }

@@ -34,9 +34,15 @@ func StoreFault(runID, flags string, err error) error {
 	return nil
 }
 
-// DecodeFault names the run and the checkpoint that cannot be decoded.
+// DecodeFault names the run and the checkpoint that cannot be decoded, and
+// how to go on without it: from a fork of the checkpoint before it, which
+// reads nothing of the damaged one.
 func DecodeFault(e *checkpoint.DecodeError) error {
-	return &FaultError{msg: fmt.Sprintf("run %s: checkpoint %d cannot be decoded: %s", e.ThreadID, e.Step, clip.Line(e.Err.Error(), 0)), err: e}
+	msg := fmt.Sprintf("run %s: checkpoint %d cannot be decoded: %s", e.ThreadID, e.Step, clip.Line(e.Err.Error(), 0))
+	if e.Step > 0 {
+		msg += fmt.Sprintf("; to go on from the checkpoint before it: taskloom resume %s --from %d", e.ThreadID, e.Step-1)
+	}
+	return &FaultError{msg: msg, err: e}
 }
 
 // FaultError is a store fault worded for the user, which still unwraps to

@@ -178,6 +178,11 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 		case errors.Is(err, os.ErrNotExist) && o.ReadOnly:
 			return nil, fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md", ErrNoStore, repo)
 		case !o.ReadOnly:
+			// The store is kept out of git before it exists, so that a
+			// run refused at once leaves nothing for git add -A.
+			if err := worktree.ExcludeTaskloom(ctx, repo); err != nil {
+				return nil, err
+			}
 			if err := os.MkdirAll(filepath.Dir(s.DBURL), 0o755); err != nil {
 				return nil, err
 			}

@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/planner"
 )
 
@@ -85,4 +87,17 @@ func TestDefaultLimitsAgree(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	cfg.TaskSizeLimits.ComplexityThreshold = planner.MaxTotal + 0.5
 	require.Error(t, cfg.Validate())
+}
+
+// The repo's store is kept out of git before it is made: a run refused at
+// once (uncommitted changes, say) leaves no untracked .taskloom/ behind for
+// a later git add -A.
+func TestOpenKeepsTheStoreOutOfGit(t *testing.T) {
+	repo := t.TempDir()
+	testkit.Git(t, repo, "init", "-q")
+	s, err := Open(t.Context(), Opts{Repo: repo, Flags: pflag.NewFlagSet("run", pflag.ContinueOnError)})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.FileExists(t, DefaultDBURL(repo))
+	require.Empty(t, testkit.Git(t, repo, "status", "--porcelain", "--untracked-files=all"))
 }
