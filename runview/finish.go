@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/scheduler"
 )
@@ -20,7 +21,7 @@ func (v *View) Finish(res graph.Result[nodes.State], status string, exitCode int
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	usage := nodes.NewUsageReport(nodes.RunUsage(res.State), v.opts.Model)
+	usage := nodes.NewUsageReport(v.finalUsage(res.State, status), v.opts.Model)
 	if v.opts.JSON {
 		ev := v.tr.Event(nodes.EventUsage)
 		ev.Usage = usage
@@ -73,4 +74,19 @@ func outcomeReason(s nodes.State, status string) string {
 		return ""
 	}
 	return s.OutcomeReason.Get()
+}
+
+// finalUsage is the run's usage as its summary gives it: what its state
+// records, or, for a run stopped with attempts cut short, what the view
+// saw the model calls use when that is more. A cut-short attempt is not
+// checkpointed, yet its calls were made and billed. The caller holds mu.
+func (v *View) finalUsage(s nodes.State, status string) llm.Usage {
+	recorded := nodes.RunUsage(s)
+	seen := v.base
+	seen.Add(v.spent)
+	if status != nodes.RunInterrupted || seen.InputTokens+seen.OutputTokens <= recorded.InputTokens+recorded.OutputTokens {
+		return recorded
+	}
+	return llm.Usage{InputTokens: seen.InputTokens, OutputTokens: seen.OutputTokens, CacheReadTokens: seen.CacheReadTokens,
+		CacheWriteTokens: seen.CacheWriteTokens, CostUSD: seen.CostUSD, Estimated: seen.Estimated}
 }

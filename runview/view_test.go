@@ -149,6 +149,25 @@ func TestFinishSaysWhyARunFailed(t *testing.T) {
 	require.NotContains(t, out.String(), "why:")
 }
 
+// A run stopped with an attempt cut short counts the model calls that
+// attempt made, which no checkpoint holds yet; a run that ended counts
+// what its state records.
+func TestStoppedRunCountsTheCallsOfItsCutShortAttempts(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	v := New(&out, Opts{RunID: "R1"})
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "model", Usage: agent.Usage{InputTokens: 1000, OutputTokens: 100}})
+	v.Finish(graph.Result[nodes.State]{}, nodes.RunInterrupted, 130)
+	require.Contains(t, out.String(), "usage: 1000 input, 100 output")
+	out.Reset()
+	v = New(&out, Opts{RunID: "R1"})
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "model", Usage: agent.Usage{InputTokens: 1000, OutputTokens: 100}})
+	var st nodes.State
+	st.Attempts.Put("T1/1", nodes.Attempt{TaskID: "T1", Attempt: 1, InputTokens: 900, OutputTokens: 90})
+	v.Finish(graph.Result[nodes.State]{State: st}, nodes.RunCompleted, 0)
+	require.Contains(t, out.String(), "usage: 900 input, 90 output")
+}
+
 func TestInterruptedEndsWithTheResumeCommand(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
