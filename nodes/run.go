@@ -142,6 +142,12 @@ func (r *Runner) Resume(ctx context.Context, runID string, opts *graph.RunOpts) 
 			r.Sync.Tasks(runID, st.State.Tasks.Values())
 		}
 	}
+	// The run is running again until finish records how it stopped:
+	// status, runs and the web page must not show it paused meanwhile,
+	// nor offer a resume that would find it busy.
+	if err := r.Registry.SetRunStatus(ctx, runID, RunRunning); err != nil {
+		return graph.Result[State]{}, err
+	}
 	res, err := g.Continue(ctx, runID, r.synced(runID, opts))
 	return res, r.finish(ctx, runID, res, err)
 }

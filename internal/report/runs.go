@@ -80,16 +80,19 @@ func threadsOf(ctx context.Context, s *session.Session) (map[string]checkpoint.T
 	return out, nil
 }
 
-// liveStatus is run's status, except that a run recorded as running whose
-// thread's lease was released or lapsed is interrupted: its process
-// stopped without saying so (it was killed, say), and it can be resumed.
-// A run whose thread has not started is still starting.
+// liveStatus is run's status, except that a run whose thread's lease a
+// process holds is running, whatever was recorded (a resume or a review
+// --resume drives it), and a run recorded as running whose lease was
+// released or lapsed is interrupted: its process stopped without saying
+// so (it was killed, say), and it can be resumed. A run whose thread has
+// not started is still starting.
 func liveStatus(run nodes.Run, threads map[string]checkpoint.ThreadInfo, now time.Time) string {
 	th, ok := threads[run.ID]
-	if run.Status != nodes.RunRunning || !ok {
-		return run.Status
-	}
-	if th.Holder == "" || th.Expires.Before(now) {
+	held := ok && th.Holder != "" && !th.Expires.Before(now)
+	switch {
+	case held:
+		return nodes.RunRunning
+	case run.Status == nodes.RunRunning && ok:
 		return nodes.RunInterrupted
 	}
 	return run.Status

@@ -11,7 +11,8 @@ import (
 )
 
 // A run recorded as running is interrupted once its thread's lease was
-// released or lapsed: its process stopped without saying so (kill -9).
+// released or lapsed: its process stopped without saying so (kill -9). A
+// run whose lease is held is running, whatever was recorded.
 func TestLiveStatus(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
@@ -27,6 +28,10 @@ func TestLiveStatus(t *testing.T) {
 		{"released", nodes.RunRunning, nodes.RunInterrupted},
 		{"starting", nodes.RunRunning, nodes.RunRunning}, // no thread yet
 		{"paused", nodes.RunPaused, nodes.RunPaused},
+		// A paused or stopped run that a resume drives again.
+		{"held", nodes.RunPaused, nodes.RunRunning},
+		{"held", nodes.RunInterrupted, nodes.RunRunning},
+		{"lapsed", nodes.RunPaused, nodes.RunPaused},
 	} {
 		require.Equal(t, c.want, liveStatus(nodes.Run{ID: c.id, Status: c.status}, threads, now), c.id)
 	}
