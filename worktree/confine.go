@@ -29,11 +29,10 @@ type ConfineOpts struct {
 // Confine returns how commands run in dir, an attempt's worktree: with the
 // environment reduced to EnvAllow plus a private TMPDIR, with git pinned
 // to the worktree, and able to write only the worktree, its git metadata
-// (its own admin folder, which holds the quarantine that the objects git
-// writes go to, and the refs and logs of its own task's attempt branches,
-// which commits need), the TMPDIR and the toolchains' caches. Every other
-// ref, the repository's objects, config and hooks, the main checkout and
-// taskloom's store stay read-only.
+// (its own admin folder, the repository's objects, and the refs and logs
+// of its own task's attempt branches, which commits need), the TMPDIR and
+// the toolchains' caches. Every other ref, the repository's config and
+// hooks, the main checkout and taskloom's store stay read-only.
 func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
 	dir = filepath.Clean(dir)
 	gitDir, err := m.adminDir(dir)
@@ -44,23 +43,18 @@ func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return proc.Confinement{}, fmt.Errorf("confine %s: temp dir: %w", dir, err)
 	}
-	if err := os.MkdirAll(quarantineDir(gitDir), 0o755); err != nil {
-		return proc.Confinement{}, fmt.Errorf("confine %s: object quarantine: %w", dir, err)
-	}
 	environ := o.Environ
 	if environ == nil {
 		environ = os.Environ()
 	}
 	allow := append(slices.Clone(o.EnvAllow), o.Keep...)
-	env := proc.ReduceEnv(environ, allow, append([]string{
-		"TMPDIR=" + tmp,
+	env := proc.ReduceEnv(environ, allow,
+		"TMPDIR="+tmp,
 		// A worktree whose .git was deleted must not fall through to the
 		// user's repository, which contains it.
-		"GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir),
-	}, quarantineEnv(gitDir, m.commonDir)...)...)
-	// The repository's objects are not writable: what git writes for the
-	// worker goes to the quarantine in gitDir.
-	writable := []string{dir, gitDir, tmp}
+		"GIT_CEILING_DIRECTORIES="+filepath.Dir(dir),
+	)
+	writable := []string{dir, gitDir, tmp, filepath.Join(m.commonDir, "objects")}
 	// Of the refs, only the folder of the attempt's own task branches is
 	// writable: a worker commits there, and can move nothing else.
 	if b, ok := m.branches.Load(dir); ok {

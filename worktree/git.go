@@ -82,7 +82,7 @@ func GitEnvAt(dir string) []string {
 			top = real
 		}
 	}
-	return append(append(GitEnv(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(top)), quarantineEnvAt(dir)...)
+	return append(GitEnv(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(top))
 }
 
 // run runs git and returns its stdout.

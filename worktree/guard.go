@@ -185,13 +185,6 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 		if err != nil {
 			restoreErrs = append(restoreErrs, err)
 		}
-		refused, err := m.adoptObjects(ctx, gitDir)
-		for _, r := range refused {
-			changed = append(changed, "the worker's git wrote "+r+", which was left out")
-		}
-		if err != nil {
-			return fmt.Errorf("attempt %s: %w", g.w.ID(), err)
-		}
 	}
 	if len(restoreErrs) > 0 {
 		return fmt.Errorf("attempt %s changed %s and taskloom could not put it back: %w",

@@ -301,14 +301,6 @@ func (m *Manager) Remove(ctx context.Context, w *Worktree) error {
 }
 
 func (m *Manager) remove(ctx context.Context, w *Worktree) error {
-	// The branch may point at objects still in the quarantine (an
-	// attempt cut short before Restore): they go into the store first,
-	// where the kept ref can find them.
-	if gitDir, err := m.adminDir(w.Path); err == nil {
-		if _, err := m.adoptObjects(ctx, gitDir); err != nil {
-			return fmt.Errorf("remove worktree %s: %w", w.ID(), err)
-		}
-	}
 	tip, err := m.branchTip(ctx, w)
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("remove worktree %s: %w", w.ID(), err)
