@@ -309,6 +309,9 @@ func TestInterruptsInParallelBranches(t *testing.T) {
 		require.Equal(t, graph.StatusInterrupted, res.Status)
 		require.Equal(t, []string{"2/ask#1/1"}, interruptIDs(res.Interrupts))
 		require.Equal(t, []string{"2/ask#1/1"}, raised)
+		require.Len(t, res.Answered, 1, "branch 1's first answer waits for its second")
+		require.Equal(t, "2/ask#1/0", res.Answered[0].ID)
+		require.JSONEq(t, `"B"`, string(res.Answered[0].Answer))
 		require.Equal(t, int32(1), runs.Load(), "only the fully answered branch runs")
 
 		// The last answer: branch 1 runs, branch 0's recorded result is used.

@@ -84,8 +84,18 @@ type Result[S any] struct {
 	Step int64
 	// Interrupts are the interrupts that wait for answers.
 	Interrupts []Interruption
+	// Answered are the interrupts of the next step that have an answer not
+	// acted on yet: their task runs again once all of its interrupts have
+	// one.
+	Answered []Answered
 	// Next are the nodes of the step that would run next.
 	Next []string
+}
+
+// Answered is an interrupt and the answer recorded for it.
+type Answered struct {
+	Interruption
+	Answer json.RawMessage `json:"answer"`
 }
 
 // NodeError is a node's failure, with the node's name.
@@ -553,20 +563,24 @@ func (t *thread[S]) taskIndex(id string) int {
 	return -1
 }
 
-func (t *thread[S]) pendingInterrupts() []Interruption {
-	var out []Interruption
+// interruptsOf returns the next step's recorded interrupts that wait for
+// an answer, and those that have one.
+func (t *thread[S]) interruptsOf() (pending []Interruption, answered []Answered) {
 	for i := range t.next {
 		for _, in := range t.interrupts[i] {
-			if _, ok := t.resume[in.ID]; !ok {
-				out = append(out, in)
+			if a, ok := t.resume[in.ID]; ok {
+				answered = append(answered, Answered{Interruption: in, Answer: a})
+			} else {
+				pending = append(pending, in)
 			}
 		}
 	}
-	return out
+	return pending, answered
 }
 
 func (t *thread[S]) result() Result[S] {
-	res := Result[S]{State: t.state, Step: t.head, Interrupts: t.pendingInterrupts()}
+	res := Result[S]{State: t.state, Step: t.head}
+	res.Interrupts, res.Answered = t.interruptsOf()
 	for _, ts := range t.next {
 		res.Next = append(res.Next, ts.Node)
 	}
@@ -691,7 +705,7 @@ func (t *thread[S]) answer(ctx context.Context, values map[string]any) error {
 	if len(values) == 0 {
 		return nil
 	}
-	pending := t.pendingInterrupts()
+	pending, _ := t.interruptsOf()
 	var writes []checkpoint.Write
 	for _, id := range sortedKeys(values) {
 		if !slices.ContainsFunc(pending, func(in Interruption) bool { return in.ID == id }) {

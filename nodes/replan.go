@@ -2,9 +2,11 @@ package nodes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/taskloom/taskloom/graph"
@@ -93,6 +95,35 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 	// again, and the other way round: the difference shows where each
 	// task stands once the replan is applied.
 	tasks = scheduler.Propagate(tasks)
+	before := map[string]planner.Task{}
+	for _, t := range old {
+		before[t.ID] = t
+	}
+	// The decisions a review recorded are applied here, to the
+	// escalations the replan keeps: the review node, run again after the
+	// replan, would ask again under other interrupt IDs, and they would be
+	// lost.
+	decided, err := recordedDecisions(res)
+	if err != nil {
+		return nil, fmt.Errorf("replan run %s: %w", runID, err)
+	}
+	var waiting []Escalation
+	var reviewed []string
+	for _, e := range keptEscalations(s.Escalations.Get(), before, tasks) {
+		d, ok := decided[e.TaskID]
+		switch {
+		case !ok:
+			waiting = append(waiting, e)
+			continue
+		case d.Action == ActionAbort:
+			return nil, fmt.Errorf("run %s has a review decision to abort it (%s): resume it, and it ends, rather than replan it", runID, e.TaskID)
+		}
+		if tasks, err = ApplyDecision(tasks, e.TaskID, d); err != nil {
+			return nil, err
+		}
+		reviewed = append(reviewed, strings.TrimSuffix(fmt.Sprintf("review: %s %s: %s", d.Action, e.TaskID, d.Note), ": "))
+	}
+	tasks = scheduler.Propagate(tasks)
 	rp.Tasks = tasks
 	now := map[string]planner.Status{}
 	for _, t := range tasks {
@@ -107,10 +138,6 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 		return out, nil
 	}
 	var u State
-	before := map[string]planner.Task{}
-	for _, t := range old {
-		before[t.ID] = t
-	}
 	for _, t := range tasks {
 		if o, ok := before[t.ID]; ok && t.LinearIssueID == "" {
 			t.LinearIssueID = o.LinearIssueID // the task's issue stays its own
@@ -121,7 +148,7 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 	}
 	u.Milestones.Set(rp.Milestones)
 	u.Cycles.Set(nil)
-	u.Escalations.Set(keptEscalations(s.Escalations.Get(), before, tasks))
+	u.Escalations.Set(waiting)
 	clock := time.Now
 	if opts.Now != nil {
 		clock = opts.Now
@@ -129,6 +156,9 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 	u.Log.Add(Entry{Time: clock(), Text: rp.Summary()})
 	for _, w := range rp.Warnings {
 		u.Log.Add(Entry{Time: clock(), Text: "replan warning: " + w})
+	}
+	for _, r := range reviewed {
+		u.Log.Add(Entry{Time: clock(), Text: r})
 	}
 	asNode := ""
 	switch {
@@ -138,10 +168,10 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 		asNode = NodeEscalation
 		u.Batch.Set(nil)
 		u.Escalations.Set(nil)
-	case res.Status == graph.StatusInterrupted:
-		// Paused for review: the run goes on from select_task, so that
-		// the tasks the replan added or unblocked run before the
-		// escalations it kept are asked again.
+	case res.Status == graph.StatusInterrupted || len(res.Answered) > 0:
+		// Paused for review, or its decisions recorded: the run goes on
+		// from select_task, so that the tasks the replan added or
+		// unblocked run before the escalations it kept are asked again.
 		asNode = NodeEscalation
 		u.Batch.Set(nil)
 	}
@@ -168,4 +198,25 @@ func keptEscalations(escs []Escalation, before map[string]planner.Task, after []
 		}
 	}
 	return out
+}
+
+// recordedDecisions returns the review decisions recorded for a run's
+// escalations and not acted on yet, by task ID.
+func recordedDecisions(res graph.Result[State]) (map[string]Decision, error) {
+	out := map[string]Decision{}
+	for _, a := range res.Answered {
+		if a.Node != NodeEscalation {
+			continue
+		}
+		var p EscalationPayload
+		var d Decision
+		if err := a.Decode(&p); err != nil {
+			return nil, fmt.Errorf("escalation %s: %w", a.ID, err)
+		}
+		if err := json.Unmarshal(a.Answer, &d); err != nil {
+			return nil, fmt.Errorf("decision of %s: %w", p.TaskID, err)
+		}
+		out[p.TaskID] = d
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -171,4 +172,66 @@ func TestReplanOfAPausedRunRunsNewTasksFirst(t *testing.T) {
 	ps := payloads(t, res)
 	require.Len(t, ps, 1)
 	require.Equal(t, "T1", ps[0].TaskID, "the kept escalation is asked again")
+}
+
+// A replan of a run whose review decisions are recorded, all of them or
+// some, keeps them: the decided tasks are acted on, the run is not asked
+// about them again, and the tasks the replan adds run before the review of
+// the undecided ones.
+func TestReplanKeepsRecordedDecisions(t *testing.T) {
+	t.Parallel()
+	negWrong := "package calc\n\n// Neg returns -a.\nfunc Neg(a int) int { return a }\n"
+	for _, all := range []bool{true, false} {
+		t.Run(fmt.Sprintf("all=%v", all), func(t *testing.T) {
+			t.Parallel()
+			dir := newTestRepo(t, nil)
+			w := &fileWorker{script: map[string]map[string]string{
+				"T1": {"calc/mul.go": mulWrongGo, "calc/mul_test.go": mulTestGo},
+				"T2": {"calc/neg.go": negWrong, "calc/neg_test.go": negTestGo},
+				"T5": {"calc/add.go": addGo, "calc/add_test.go": addTestGo},
+			}}
+			t1 := task("T1", "Mul", []string{"calc/mul.go"}, "calc/mul_test.go")
+			t2 := task("T2", "Neg", []string{"calc/neg.go"}, "calc/neg_test.go")
+			p := newTestPipeline(t, dir, w, planOf(t1, t2))
+			p.MaxAttempts = 1
+			h := newHarness(t, dir, p, storetest.NewMemory(t))
+			res, status := h.start()
+			require.Equal(t, RunPaused, status, logText(res.State))
+			require.Len(t, res.Interrupts, 2)
+
+			ctx := context.Background()
+			g, err := h.runner.Runnable()
+			require.NoError(t, err)
+			values := map[string]any{}
+			for _, in := range res.Interrupts {
+				var pl EscalationPayload
+				require.NoError(t, in.Decode(&pl))
+				if all || pl.TaskID == "T1" {
+					values[in.ID] = Decision{Action: ActionSkip, Note: "not needed"}
+				}
+			}
+			require.NoError(t, g.Answer(ctx, testRunID, values))
+
+			t5 := task("T5", "Add", []string{"calc/add.go"}, "calc/add_test.go")
+			_, err = Replan(ctx, g, testRunID, func(context.Context, []planner.Task) (*planner.Plan, error) {
+				return planOf(t1, t2, t5), nil
+			}, &ReplanOpts{Apply: true})
+			require.NoError(t, err)
+			res, err = h.runner.Resume(ctx, testRunID, h.opts())
+			require.NoError(t, err)
+			log := logText(res.State)
+			require.Equal(t, planner.StatusCompleted, taskStatus(t, res.State, "T5"), log)
+			require.Equal(t, planner.StatusSkipped, taskStatus(t, res.State, "T1"), log)
+			require.Contains(t, log, "review: skip T1: not needed")
+			if all {
+				require.Equal(t, RunPartial, h.status(), log)
+				require.Equal(t, planner.StatusSkipped, taskStatus(t, res.State, "T2"))
+				return
+			}
+			require.Equal(t, RunPaused, h.status(), log)
+			ps := payloads(t, res)
+			require.Len(t, ps, 1)
+			require.Equal(t, "T2", ps[0].TaskID, "only the undecided escalation is asked again")
+		})
+	}
 }
