@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -27,6 +28,9 @@ type Status struct {
 	CurrentTaskIDs []string             `json:"current_task_ids"`
 	Workers        []nodes.WorkerStatus `json:"workers"`
 	Escalations    []nodes.Escalation   `json:"escalations"`
+	// Decisions are the review decisions recorded and not acted on yet:
+	// resume acts on them.
+	Decisions []Decided `json:"decisions,omitempty"`
 	// NoChange lists the completed tasks whose attempt changed nothing.
 	NoChange []string `json:"no_change"`
 	// Usage is what the run's model calls used so far.
@@ -40,6 +44,12 @@ type Status struct {
 
 	run  nodes.Run // the registry entry
 	head graph.Result[nodes.State]
+}
+
+// Decided is a review decision recorded for an escalated task.
+type Decided struct {
+	TaskID string `json:"task_id"`
+	nodes.Decision
 }
 
 // LinearIssue is a task's issue in Linear.
@@ -118,6 +128,13 @@ func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
 	if len(rep.Escalations) == 0 {
 		rep.Escalations = append(rep.Escalations, st.Escalations.Get()...)
 	}
+	for _, a := range head.Answered {
+		var p nodes.EscalationPayload
+		var d nodes.Decision
+		if a.Decode(&p) == nil && p.TaskID != "" && json.Unmarshal(a.Answer, &d) == nil {
+			rep.Decisions = append(rep.Decisions, Decided{TaskID: p.TaskID, Decision: d})
+		}
+	}
 	return rep
 }
 
@@ -188,15 +205,27 @@ func (rep Status) Write(w io.Writer) error {
 		rows = append(rows, []string{e.TaskID, e.Reason, clip.Line(e.Error, 0)})
 	}
 	writeRows(w, "escalations:", rows)
+	rows = nil
+	for _, d := range rep.Decisions {
+		rows = append(rows, []string{d.TaskID, d.Action, d.Note})
+	}
+	writeRows(w, "decided in review, acted on when the run resumes:", rows)
 	fmt.Fprintf(w, "usage: %s\n", rep.Usage)
 	if len(rep.NoChange) > 0 {
 		fmt.Fprintf(w, "no_change: %s (completed without changes: the tests passed on what was already there)\n", strings.Join(rep.NoChange, ", "))
 	}
+	paused := rep.Status == nodes.RunPaused
 	switch {
-	case rep.Status == nodes.RunPaused && len(rep.head.Interrupts) == 0 && len(rep.Escalations) > 0:
+	case paused && len(rep.head.Interrupts) == 0 && len(rep.head.Answered) > 0:
 		// The escalations listed are the ones a review already decided.
 		fmt.Fprintf(w, "next: taskloom resume %s%s (every escalation has a decision)\n", rep.RunID, rep.NextFlags)
-	case rep.Status == nodes.RunPaused || len(rep.head.Interrupts) > 0:
+	case paused && len(rep.head.Interrupts) == 0 && len(rep.Escalations) > 0:
+		// A replan let the other tasks go first: the review comes after.
+		fmt.Fprintf(w, "next: taskloom resume %s%s (the other tasks run first; the run then pauses for the review of %s)\n",
+			rep.RunID, rep.NextFlags, strings.Join(escalatedIDs(rep.Escalations), ", "))
+	case paused && len(rep.head.Interrupts) == 0:
+		fmt.Fprintf(w, "next: taskloom resume %s%s\n", rep.RunID, rep.NextFlags)
+	case paused || len(rep.head.Interrupts) > 0:
 		fmt.Fprintf(w, "next: review the escalations with taskloom review %s%s, then taskloom resume %s%s\n", rep.RunID, rep.NextFlags, rep.RunID, rep.NextFlags)
 	case rep.Status == nodes.RunInterrupted:
 		fmt.Fprintf(w, "next: taskloom resume %s%s\n", rep.RunID, rep.NextFlags)
@@ -234,4 +263,13 @@ func writeRows(w io.Writer, title string, rows [][]string) {
 		fmt.Fprintf(tw, "  %s\n", strings.Join(r, "\t"))
 	}
 	tw.Flush()
+}
+
+// escalatedIDs lists the task IDs of escalations.
+func escalatedIDs(escs []nodes.Escalation) []string {
+	ids := make([]string, len(escs))
+	for i, e := range escs {
+		ids[i] = e.TaskID
+	}
+	return ids
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -57,4 +58,38 @@ func TestStatusOfAFailedRunSaysWhy(t *testing.T) {
 	require.Contains(t, out.String(), "run r1: failed\nwhy: main fails its build verification")
 	rep = NewStatus(nodes.Run{ID: "r1", Status: nodes.RunRunning}, graph.Result[nodes.State]{State: st})
 	require.Empty(t, rep.Reason, "a stale reason of an earlier end")
+}
+
+// A paused run whose review decided some escalations lists the decisions
+// apart from the escalations still waiting, and says what comes next.
+func TestStatusListsRecordedDecisions(t *testing.T) {
+	payload := func(id string) json.RawMessage {
+		b, _ := json.Marshal(nodes.EscalationPayload{TaskID: id, Reason: nodes.ReasonMaxAttempts})
+		return b
+	}
+	head := graph.Result[nodes.State]{
+		Interrupts: []graph.Interruption{{ID: "7/human_escalation/1", Node: nodes.NodeEscalation, Value: payload("T4")}},
+		Answered: []graph.Answered{{Interruption: graph.Interruption{ID: "7/human_escalation/0", Node: nodes.NodeEscalation, Value: payload("T2")},
+			Answer: json.RawMessage(`{"action":"skip","note":"not needed"}`)}},
+	}
+	rep := NewStatus(nodes.Run{ID: "r1", Status: nodes.RunPaused}, head)
+	require.Equal(t, []Decided{{TaskID: "T2", Decision: nodes.Decision{Action: "skip", Note: "not needed"}}}, rep.Decisions)
+	require.Len(t, rep.Escalations, 1)
+	var out strings.Builder
+	require.NoError(t, rep.Write(&out))
+	require.Contains(t, out.String(), "decided in review, acted on when the run resumes:\n  T2  skip  not needed\n")
+	require.Contains(t, out.String(), "next: review the escalations with taskloom review r1")
+
+	head.Interrupts = nil
+	rep = NewStatus(nodes.Run{ID: "r1", Status: nodes.RunPaused}, head)
+	out.Reset()
+	require.NoError(t, rep.Write(&out))
+	require.Contains(t, out.String(), "next: taskloom resume r1 (every escalation has a decision)")
+
+	head.Answered = nil
+	head.State.Escalations.Set([]nodes.Escalation{{TaskID: "T4"}})
+	rep = NewStatus(nodes.Run{ID: "r1", Status: nodes.RunPaused}, head)
+	out.Reset()
+	require.NoError(t, rep.Write(&out))
+	require.Contains(t, out.String(), "next: taskloom resume r1 (the other tasks run first; the run then pauses for the review of T4)")
 }

@@ -6,6 +6,7 @@ package review
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -48,13 +49,24 @@ type Review struct {
 	pending   []Escalation
 	tasks     []planner.Task // the tasks as the decisions so far leave them
 	decisions map[string]nodes.Decision
+	// recorded are the decisions an earlier review recorded, by task ID,
+	// which the run acts on when it resumes.
+	recorded map[string]nodes.Decision
 }
 
 // New collects the pending escalations of a run's newest checkpoint.
 // repo is the run's repository; flags go with the taskloom commands it
 // prints (" --db URL"), so that they find the run's store.
 func New(runID, repo, flags string, res graph.Result[nodes.State]) (*Review, error) {
-	rv := &Review{runID: runID, repo: repo, flags: flags, tasks: res.State.Tasks.Values(), decisions: map[string]nodes.Decision{}}
+	rv := &Review{runID: runID, repo: repo, flags: flags, tasks: res.State.Tasks.Values(), decisions: map[string]nodes.Decision{},
+		recorded: map[string]nodes.Decision{}}
+	for _, a := range res.Answered {
+		var p nodes.EscalationPayload
+		var d nodes.Decision
+		if a.Node == nodes.NodeEscalation && a.Decode(&p) == nil && json.Unmarshal(a.Answer, &d) == nil {
+			rv.recorded[p.TaskID] = d
+		}
+	}
 	for _, in := range res.Interrupts {
 		if in.Node != nodes.NodeEscalation {
 			continue
@@ -84,7 +96,7 @@ func New(runID, repo, flags string, res graph.Result[nodes.State]) (*Review, err
 		for i, e := range escs {
 			ids[i] = e.TaskID
 		}
-		return nil, fmt.Errorf("run %s has not paused for review yet: %s wait for it while the other tasks run; if the run is stopped, resume it and it pauses when they are done: taskloom resume %s%s",
+		return nil, fmt.Errorf("run %s has not paused for review yet: the other tasks run first, then it pauses for the review of %s; if the run is stopped, resume it: taskloom resume %s%s",
 			runID, strings.Join(ids, ", "), runID, flags)
 	}
 	return nil, fmt.Errorf("run %s is not waiting for a review (it is %s); nothing to decide", runID, nodes.StatusOf(res, nil))
@@ -113,6 +125,10 @@ func (rv *Review) Select(ids []string) ([]Escalation, error) {
 				out = append(out, e)
 				n++
 			}
+		}
+		if d, ok := rv.recorded[id]; n == 0 && ok {
+			return nil, fmt.Errorf("task %s of run %s has a decision already (%s), which the run acts on when it resumes; the tasks still waiting for one: %s",
+				id, rv.runID, d.Action, taskIDs(rv.pending))
 		}
 		if n == 0 {
 			return nil, fmt.Errorf("task %s has no pending escalation in run %s (pending: %s)", id, rv.runID, taskIDs(rv.pending))

@@ -2,6 +2,7 @@ package review
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,25 @@ func TestNewBeforeThePause(t *testing.T) {
 	var st nodes.State
 	st.Escalations.Set([]nodes.Escalation{{TaskID: "T1", Reason: nodes.ReasonMaxAttempts}})
 	_, err := New("r1", "/repo", " --db x", graph.Result[nodes.State]{Status: graph.StatusPending, Next: []string{nodes.NodeImplement}, State: st})
-	require.EqualError(t, err, "run r1 has not paused for review yet: T1 wait for it while the other tasks run; if the run is stopped, resume it and it pauses when they are done: taskloom resume r1 --db x")
+	require.EqualError(t, err, "run r1 has not paused for review yet: the other tasks run first, then it pauses for the review of T1; if the run is stopped, resume it: taskloom resume r1 --db x")
+}
+
+// A task whose escalation a review decided already is named as such when
+// it is selected again, with the decision, not as unknown.
+func TestSelectADecidedTask(t *testing.T) {
+	t.Parallel()
+	payload := func(id string) json.RawMessage {
+		b, _ := json.Marshal(nodes.EscalationPayload{TaskID: id})
+		return b
+	}
+	res := graph.Result[nodes.State]{Status: graph.StatusInterrupted,
+		Interrupts: []graph.Interruption{{ID: "5/h/1", Node: nodes.NodeEscalation, Value: payload("T2")}},
+		Answered: []graph.Answered{{Interruption: graph.Interruption{ID: "5/h/0", Node: nodes.NodeEscalation, Value: payload("T4")},
+			Answer: json.RawMessage(`{"action":"skip"}`)}}}
+	rv, err := New("r1", "/repo", "", res)
+	require.NoError(t, err)
+	_, err = rv.Select([]string{"T4"})
+	require.EqualError(t, err, "task T4 of run r1 has a decision already (skip), which the run acts on when it resumes; the tasks still waiting for one: T2")
+	_, err = rv.Select([]string{"T9"})
+	require.EqualError(t, err, "task T9 has no pending escalation in run r1 (pending: T2)")
 }
