@@ -19,9 +19,10 @@ type RalphOpts struct {
 	// StagnationLimit stops the loop as BLOCKED after this many iterations
 	// in a row that changed nothing; default 3.
 	StagnationLimit int
-	// TestsPassFunc runs the task's tests in the worktree. A completion
-	// claim ends the loop only when it reports true. Required.
-	TestsPassFunc func(ctx context.Context, worktree string) (passed bool, output string, err error)
+	// TestsPassFunc checks the job's task in its worktree as its
+	// verification will: its files, its tests and the test command. A
+	// completion claim ends the loop only when it reports true. Required.
+	TestsPassFunc func(ctx context.Context, job Job) (passed bool, output string, err error)
 	// DiffFunc reports the worktree's changes, for example `git status
 	// --porcelain` with `git diff` (content matters: a file edited again
 	// must change the report). Iterations that leave it unchanged count as
@@ -124,7 +125,7 @@ func (r *Ralph) Implement(ctx context.Context, job Job) (Outcome, error) {
 			return out, nil
 		}
 		if promise == r.opts.CompletionPromise || out.Status == OutcomeDone {
-			passed, testOut, err := r.opts.TestsPassFunc(ctx, job.Worktree)
+			passed, testOut, err := r.opts.TestsPassFunc(ctx, job)
 			if err != nil {
 				return out, fmt.Errorf("ralph iteration %d: tests: %w", i, err)
 			}

@@ -231,7 +231,8 @@ func dirDiff(ctx context.Context, dir string) (string, error) {
 }
 
 // testsPass passes when the worktree has a file named "fixed".
-func testsPass(ctx context.Context, dir string) (bool, string, error) {
+func testsPass(ctx context.Context, job agent.Job) (bool, string, error) {
+	dir := job.Worktree
 	if _, err := os.Stat(filepath.Join(dir, "fixed")); err == nil {
 		return true, "ok", nil
 	}

@@ -95,6 +95,9 @@ type Ralph struct {
 	Enabled           bool   `json:"enabled" mapstructure:"enabled"`
 	MaxIterations     int    `json:"max_iterations" mapstructure:"max_iterations"`
 	CompletionPromise string `json:"completion_promise" mapstructure:"completion_promise"`
+	// Stagnation is how many iterations in a row that change nothing stop
+	// the loop as stagnating.
+	Stagnation int `json:"stagnation" mapstructure:"stagnation"`
 }
 
 // Verify is the test command that decides whether a task passed.
@@ -282,7 +285,7 @@ func Default() Config {
 			Mode:    "code",
 			Command: []string{"claude", "-p", "{prompt}", "--output-format", "json"},
 			Timeout: Duration{30 * time.Minute},
-			Ralph:   Ralph{Enabled: false, MaxIterations: 10, CompletionPromise: "DONE"},
+			Ralph:   Ralph{Enabled: false, MaxIterations: 10, CompletionPromise: "DONE", Stagnation: 3},
 			Remote:  "origin",
 			Lease:   Duration{30 * time.Second},
 		},

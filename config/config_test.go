@@ -50,6 +50,8 @@ func TestValidate(t *testing.T) {
 			`worker.timeout: must be a positive duration like "10m", got "0s"`},
 		{"ralph.max_iterations", func(c *Config) { c.Worker.Ralph.MaxIterations = 0 },
 			"worker.ralph.max_iterations: must be at least 1, got 0"},
+		{"ralph.stagnation", func(c *Config) { c.Worker.Ralph.Stagnation = 0 },
+			"worker.ralph.stagnation: must be at least 1, got 0"},
 		{"ralph.completion_promise", func(c *Config) { c.Worker.Ralph.CompletionPromise = "" },
 			"worker.ralph.completion_promise: must not be empty"},
 		{"verify.command", func(c *Config) { c.Verify.Command = []string{} },

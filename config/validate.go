@@ -54,6 +54,7 @@ func (c Config) Validate() error {
 	p.positive("worker.timeout", w.Timeout)
 	p.positive("worker.lease", w.Lease)
 	p.atLeast("worker.ralph.max_iterations", w.Ralph.MaxIterations, 1)
+	p.atLeast("worker.ralph.stagnation", w.Ralph.Stagnation, 1)
 	if strings.TrimSpace(w.Ralph.CompletionPromise) == "" {
 		p.add("worker.ralph.completion_promise", "must not be empty")
 	}

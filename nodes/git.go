@@ -24,10 +24,15 @@ func gitOutput(ctx context.Context, dir string, args ...string) (string, error) 
 	return res.Stdout, nil
 }
 
-// WorktreeDiff reports a worktree's uncommitted changes: the status and
-// the diff, so that a file edited again changes the report. The Ralph loop
-// uses it to detect iterations that change nothing.
+// WorktreeDiff reports a worktree's changes: its head commit, which moves
+// when the worker commits, then the status and the diff of what is not
+// committed, so that a file edited again changes the report. The Ralph
+// loop uses it to detect iterations that change nothing.
 func WorktreeDiff(ctx context.Context, dir string) (string, error) {
+	head, err := gitOutput(ctx, dir, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
 	status, err := gitOutput(ctx, dir, "status", "--porcelain", "--untracked-files=all")
 	if err != nil {
 		return "", err
@@ -41,6 +46,7 @@ func WorktreeDiff(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
+	b.WriteString(head)
 	b.WriteString(status)
 	b.WriteString(diff)
 	for _, f := range strings.Split(untracked, "\x00") {

@@ -177,14 +177,13 @@ func TestStatusOf(t *testing.T) {
 }
 
 // WorktreeDiff changes whenever a file in the worktree does, tracked or
-// not.
+// not, and when the worktree's head moves.
 func TestWorktreeDiff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := newTestRepo(t, nil)
 	clean, err := WorktreeDiff(ctx, dir)
 	require.NoError(t, err)
-	require.Empty(t, clean)
 	seen := map[string]bool{clean: true}
 	for _, files := range []map[string]string{
 		{"calc/new.go": "package calc\n"},
@@ -197,6 +196,12 @@ func TestWorktreeDiff(t *testing.T) {
 		require.False(t, seen[d], "the report changed after writing %v", files)
 		seen[d] = true
 	}
+	// A worker that commits its work, as agents do, changed something.
+	testkit.Git(t, dir, "add", "-A")
+	testkit.Git(t, dir, "commit", "-q", "-m", "work")
+	d, err := WorktreeDiff(ctx, dir)
+	require.NoError(t, err)
+	require.False(t, seen[d], "a commit changes the report")
 	_, err = WorktreeDiff(ctx, filepath.Join(dir, "missing"))
 	require.Error(t, err)
 }

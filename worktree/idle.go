@@ -130,8 +130,18 @@ func (m *Manager) refill(ctx context.Context, w *Worktree) error {
 	if err := removeUntracked(w.Path, filepath.Join(gitDir, "index")); err != nil {
 		return err
 	}
-	_, err = m.git(ctx, w.Path, "-c", "core.logAllRefUpdates=true", "checkout", "-q", "-f", "--no-recurse-submodules", "-B", w.Branch, w.Base)
-	return err
+	if _, err := m.git(ctx, w.Path, "-c", "core.logAllRefUpdates=true", "checkout", "-q", "-f", "--no-recurse-submodules", "-B", w.Branch, w.Base); err != nil {
+		return err
+	}
+	// Nothing of the attempt that used the worktree before stays in it:
+	// its HEAD's reflog would take "git checkout -" (@{-1}) to that
+	// attempt's commit, another task's work.
+	for _, f := range []string{"logs/HEAD", "ORIG_HEAD", "FETCH_HEAD"} {
+		if err := os.Remove(filepath.Join(gitDir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 // discard deletes a worktree taskloom made, and git's record of it. The

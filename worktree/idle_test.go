@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,6 +56,10 @@ func TestRemovedWorktreeIsReusedClean(t *testing.T) {
 	require.Empty(t, gitT(t, next.Path, "status", "--porcelain", "--ignored", "--untracked-files=all"))
 	require.Equal(t, snapshotFiles(t, repo), snapshotFiles(t, next.Path))
 	require.NoFileExists(t, filepath.Join(gitDir, "MERGE_HEAD"))
+	// Nothing leads back to the attempt before: "git checkout -" has no
+	// previous commit to go to.
+	out, err := exec.Command("git", "-C", next.Path, "rev-parse", "--verify", "-q", "@{-1}").CombinedOutput()
+	require.Error(t, err, "@{-1} is %s", out)
 	require.FileExists(t, filepath.Join(repo, "README.md"), "the symlink's target is untouched")
 
 	// The reused worktree commits and integrates like a new one.

@@ -191,15 +191,10 @@ func (s *Session) worker(model func() (llms.Model, error), spec, runID string, v
 	return agent.NewRalph(w, agent.RalphOpts{
 		MaxIterations:     cfg.Worker.Ralph.MaxIterations,
 		CompletionPromise: cfg.Worker.Ralph.CompletionPromise,
-		TestsPassFunc: func(ctx context.Context, dir string) (bool, string, error) {
-			v, err := verify.Run(ctx, dir, verify.Spec{Command: cfg.Verify.Command}, vopts)
-			if err != nil {
-				return false, "", err
-			}
-			return v.Passed, v.ErrorContext(4000), nil
-		},
-		DiffFunc: nodes.WorktreeDiff,
-		Logger:   s.Logger,
+		StagnationLimit:   cfg.Worker.Ralph.Stagnation,
+		TestsPassFunc:     ralphTests(cfg.Verify.Command, vopts),
+		DiffFunc:          nodes.WorktreeDiff,
+		Logger:            s.Logger,
 	})
 }
 
@@ -294,5 +289,19 @@ func PlannerLimits(cfg config.Config) planner.Limits {
 		MaxTimeMinutes:      float64(l.MaxTimeMinutes),
 		ComplexityThreshold: l.ComplexityThreshold,
 		AutoSplit:           l.AutoSplit,
+	}
+}
+
+// ralphTests is the Ralph loop's check of a try: what verify_task checks
+// next, its files, its tests and the test command. A loop that stopped on
+// less would hand on a try missing its files or its tests.
+func ralphTests(command []string, opts *verify.Opts) func(context.Context, agent.Job) (bool, string, error) {
+	return func(ctx context.Context, job agent.Job) (bool, string, error) {
+		spec := verify.Spec{Command: command, TestFiles: job.Task.TestFiles, FilesToCreate: job.Task.FilesToCreate}
+		v, err := verify.Run(ctx, job.Worktree, spec, opts)
+		if err != nil {
+			return false, "", err
+		}
+		return v.Passed, v.ErrorContext(4000), nil
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/verify"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -100,4 +102,20 @@ func TestOpenKeepsTheStoreOutOfGit(t *testing.T) {
 	require.NoError(t, s.Close())
 	require.FileExists(t, DefaultDBURL(repo))
 	require.Empty(t, testkit.Git(t, repo, "status", "--porcelain", "--untracked-files=all"))
+}
+
+// The Ralph loop's check of a try is verify_task's: a test command that
+// passes is not enough while the task's files are missing.
+func TestRalphTestsCheckTheTasksFiles(t *testing.T) {
+	dir := t.TempDir()
+	check := ralphTests([]string{"true"}, &verify.Opts{})
+	job := agent.Job{Worktree: dir, Task: planner.Task{ID: "T1", FilesToCreate: []string{"sub.go"}, TestFiles: []string{"check.sh"}}}
+	passed, out, err := check(t.Context(), job)
+	require.NoError(t, err)
+	require.False(t, passed)
+	require.Contains(t, out, "missing files (files_to_create, test_files): sub.go, check.sh")
+	testkit.WriteFiles(t, dir, map[string]string{"sub.go": "x", "check.sh": "y"})
+	passed, _, err = check(t.Context(), job)
+	require.NoError(t, err)
+	require.True(t, passed)
 }
