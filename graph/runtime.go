@@ -179,6 +179,11 @@ func DefaultHolder() string {
 	return fmt.Sprintf("pid %d, host %s", os.Getpid(), host)
 }
 
+// HolderAlive reports false only for a lease holder named by
+// DefaultHolder on this host whose process no longer exists: its lease,
+// not lapsed yet, holds nothing.
+func HolderAlive(holder string) bool { return localHolderAlive(holder) }
+
 // localHolderAlive reports false only for a holder named by DefaultHolder
 // on this host whose process no longer exists.
 func localHolderAlive(holder string) bool {

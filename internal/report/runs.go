@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/nodes"
@@ -88,7 +89,9 @@ func threadsOf(ctx context.Context, s *session.Session) (map[string]checkpoint.T
 // not started is still starting.
 func liveStatus(run nodes.Run, threads map[string]checkpoint.ThreadInfo, now time.Time) string {
 	th, ok := threads[run.ID]
-	held := ok && th.Holder != "" && !th.Expires.Before(now)
+	// A holder on this machine whose process is gone (kill -9) holds
+	// nothing, though its lease has not lapsed yet.
+	held := ok && th.Holder != "" && !th.Expires.Before(now) && graph.HolderAlive(th.Holder)
 	switch {
 	case held:
 		return nodes.RunRunning

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -16,7 +19,12 @@ import (
 func TestLiveStatus(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	host, _ := os.Hostname()
 	threads := map[string]checkpoint.ThreadInfo{
+		// killed with kill -9 on this machine: its lease has not lapsed.
+		"killed":   {ThreadID: "killed", Holder: fmt.Sprintf("pid %d, host %s", dead.Process.Pid, host), Expires: now.Add(20 * time.Second)},
 		"held":     {ThreadID: "held", Holder: "host:1", Expires: now.Add(20 * time.Second)},
 		"lapsed":   {ThreadID: "lapsed", Holder: "host:2", Expires: now.Add(-time.Second)},
 		"released": {ThreadID: "released"},
@@ -32,6 +40,7 @@ func TestLiveStatus(t *testing.T) {
 		{"held", nodes.RunPaused, nodes.RunRunning},
 		{"held", nodes.RunInterrupted, nodes.RunRunning},
 		{"lapsed", nodes.RunPaused, nodes.RunPaused},
+		{"killed", nodes.RunRunning, nodes.RunInterrupted},
 	} {
 		require.Equal(t, c.want, liveStatus(nodes.Run{ID: c.id, Status: c.status}, threads, now), c.id)
 	}
