@@ -385,3 +385,69 @@ func (s *objectStore) patch(sha string) (string, error) {
 	})
 	return out.String(), err
 }
+
+// MissingOnBranch returns those of paths that the head commit of branch
+// in the repository at repoDir does not hold. A reviewer who says a task
+// is fixed by hand must have committed its files there: a fix left
+// uncommitted, or never made, would fail every task that depends on it.
+func MissingOnBranch(repoDir, branch string, paths []string) ([]string, error) {
+	commonDir, err := commonDirOf(repoDir)
+	if err != nil {
+		return nil, err
+	}
+	sha, err := readRef(commonDir, "refs/heads/"+branch)
+	if err != nil {
+		return nil, fmt.Errorf("read branch %s: %w", branch, err)
+	}
+	var missing []string
+	err = newObjectStore(commonDir).withCommit(sha, func(c *object.Commit) error {
+		tree, err := c.Tree()
+		if err != nil {
+			return err
+		}
+		for _, p := range paths {
+			if _, err := tree.FindEntry(filepath.ToSlash(filepath.Clean(p))); err != nil {
+				missing = append(missing, p)
+			}
+		}
+		return nil
+	})
+	return missing, err
+}
+
+// commonDirOf returns the common git directory of the repository whose
+// top folder is dir: its .git folder, or, in a linked worktree, the one
+// its .git file leads to.
+func commonDirOf(dir string) (string, error) {
+	dotGit := filepath.Join(dir, ".git")
+	st, err := os.Stat(dotGit)
+	if err != nil {
+		return "", fmt.Errorf("%s is not the top of a git repository: %w", dir, err)
+	}
+	if st.IsDir() {
+		return dotGit, nil
+	}
+	data, err := os.ReadFile(dotGit)
+	if err != nil {
+		return "", err
+	}
+	gitDir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: ")
+	if !ok {
+		return "", fmt.Errorf("%s is not a gitdir link", dotGit)
+	}
+	if !filepath.IsAbs(gitDir) {
+		gitDir = filepath.Join(dir, gitDir)
+	}
+	common, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return gitDir, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	c := strings.TrimSpace(string(common))
+	if !filepath.IsAbs(c) {
+		c = filepath.Join(gitDir, c)
+	}
+	return filepath.Clean(c), nil
+}

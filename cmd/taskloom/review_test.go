@@ -317,6 +317,15 @@ func TestReviewFlagsTwoEscalations(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Equal(t, "taskloom: run "+runID+" has 2 escalated tasks (T1, T2): pass --task ID for each decision\n", errOut)
 
+	// Fixed by hand means committed on main: a fix that is not there
+	// would fail the tasks after it.
+	code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T2", "--action", "fixed")
+	require.Equal(t, exitError, code)
+	require.Equal(t, "taskloom: T2 is not fixed on main yet: its last commit has no log.txt; commit the fix on main, then mark it fixed\n", errOut)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "log.txt"), []byte("fixed by hand\n"), 0o644))
+	testkit.Git(t, repo, "add", "log.txt")
+	testkit.Git(t, repo, "commit", "-q", "-m", "fix T2 by hand")
+
 	// A decision for one of two tasks is recorded; the run stays paused.
 	code, out, errOut := reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T2", "--action", "fixed")
 	require.Equal(t, exitOK, code, "stderr: %s", errOut)

@@ -18,6 +18,7 @@ import (
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // Actions are the decisions a review can take, in the order they are
@@ -46,6 +47,7 @@ type Review struct {
 	runID     string
 	flags     string // go with the taskloom commands it prints
 	repo      string // the run's repository, for the git commands shown
+	branch    string // the run's target branch
 	pending   []Escalation
 	tasks     []planner.Task // the tasks as the decisions so far leave them
 	decisions map[string]nodes.Decision
@@ -58,8 +60,8 @@ type Review struct {
 // repo is the run's repository; flags go with the taskloom commands it
 // prints (" --db URL"), so that they find the run's store.
 func New(runID, repo, flags string, res graph.Result[nodes.State]) (*Review, error) {
-	rv := &Review{runID: runID, repo: repo, flags: flags, tasks: res.State.Tasks.Values(), decisions: map[string]nodes.Decision{},
-		recorded: map[string]nodes.Decision{}}
+	rv := &Review{runID: runID, repo: repo, branch: res.State.Branch.Get(), flags: flags, tasks: res.State.Tasks.Values(),
+		decisions: map[string]nodes.Decision{}, recorded: map[string]nodes.Decision{}}
 	for _, a := range res.Answered {
 		var p nodes.EscalationPayload
 		var d nodes.Decision
@@ -176,8 +178,17 @@ func (rv *Review) abort(d nodes.Decision) {
 }
 
 // decide checks that the pipeline can apply d to e's task, as
-// human_escalation will, and takes it.
+// human_escalation will, and takes it. A task said to be fixed by hand
+// must have its files on the target branch: the tasks after it build on
+// them.
 func (rv *Review) decide(e Escalation, d nodes.Decision) error {
+	if d.Action == nodes.ActionFixed && rv.repo != "" && rv.branch != "" {
+		missing, err := worktree.MissingOnBranch(rv.repo, rv.branch, e.task.FilesToCreate)
+		if err == nil && len(missing) > 0 {
+			return fmt.Errorf("%s is not fixed on %s yet: its last commit has no %s; commit the fix on %s, then mark it fixed",
+				e.payload.TaskID, rv.branch, strings.Join(missing, ", "), rv.branch)
+		}
+	}
 	tasks, err := nodes.ApplyDecision(rv.tasks, e.payload.TaskID, d)
 	if err != nil {
 		return fmt.Errorf("cannot %s %s in run %s: %w", d.Action, e.payload.TaskID, rv.runID, err)
