@@ -153,4 +153,8 @@ func TestUsageReport(t *testing.T) {
 	data, err := json.Marshal(unpriced)
 	require.NoError(t, err)
 	require.Contains(t, string(data), `"cost_usd":null`)
+	// An agent CLI reports its own cost, whatever the model spec says.
+	cli := NewUsageReport(llm.Usage{InputTokens: 5, CostUSD: 0.01}, "scripted:session.json")
+	require.NotNil(t, cli.CostUSD)
+	require.InDelta(t, 0.01, *cli.CostUSD, 1e-9)
 }

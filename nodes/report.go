@@ -21,11 +21,13 @@ type UsageReport struct {
 	Estimated        bool     `json:"estimated"`
 }
 
-// NewUsageReport reports u, priced for the model spec.
+// NewUsageReport reports u, priced for the model spec. A cost that u
+// carries is reported whatever the model: an external agent CLI reports
+// what its calls cost, in a model the price table need not know.
 func NewUsageReport(u llm.Usage, model string) UsageReport {
 	r := UsageReport{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
 		CacheWriteTokens: u.CacheWriteTokens, Estimated: u.Estimated}
-	if _, ok := llm.PriceOf(model); ok {
+	if _, ok := llm.PriceOf(model); ok || u.CostUSD > 0 {
 		cost := u.CostUSD
 		r.CostUSD = &cost
 	}
