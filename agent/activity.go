@@ -8,13 +8,18 @@ import (
 // Activity is one thing a worker does: a tool call, or a model call with
 // the usage it added.
 type Activity struct {
-	// Tool is the tool called, or "model" for a model call.
+	// Tool is the tool called, or "model" for a model call: once as it
+	// starts (Summary WaitingForModel, no usage), once with its usage.
 	Tool string
 	// Summary says on what: the path, the command, the turn.
 	Summary string
 	// Usage is what a model call used; zero for a tool call.
 	Usage Usage
 }
+
+// WaitingForModel is the Summary of the "model" activity reported as a
+// model call starts, before it has any usage.
+const WaitingForModel = "waiting for the model"
 
 // ActivityFunc hears of a worker's activities as they start.
 type ActivityFunc func(Activity)

@@ -139,6 +139,10 @@ type ending struct {
 func (c *conv) turn(ctx context.Context) (*ending, error) {
 	msgs := c.request()
 	estIn := llm.EstimatePromptTokens(msgs) + llm.EstimateToolTokens(c.tools)
+	// A model call can take minutes (a long reply, a stalled endpoint
+	// until llm.request_timeout): the live view says so, rather than
+	// show the last tool as if it still ran.
+	report(ctx, Activity{Tool: "model", Summary: WaitingForModel})
 	resp, err := c.a.model.GenerateContent(ctx, msgs, llms.WithTools(c.tools))
 	if err != nil {
 		return nil, fmt.Errorf("model call: %w", err)

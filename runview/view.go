@@ -237,6 +237,12 @@ func (v *View) Activity(a nodes.Activity) {
 		v.work[a.TaskID] = w
 	}
 	if a.Tool == "model" {
+		switch {
+		case a.Summary == agent.WaitingForModel:
+			w.activity = a.Summary
+		case w.activity == agent.WaitingForModel:
+			w.activity = "" // it replied: its tool calls follow
+		}
 		w.usage.Add(a.Usage)
 		v.spent.Add(a.Usage)
 	} else {

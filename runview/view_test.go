@@ -211,3 +211,16 @@ func TestQueueActivityIsALine(t *testing.T) {
 	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "bash", Summary: "go test ./..."})
 	require.Regexp(t, `^\d\d:\d\d:\d\d T1 attempt 1: waiting for a worker\n$`, out.String())
 }
+
+// A model call in flight shows as such in the worker's row, not as the
+// tool before it, and gives way once the model has replied.
+func TestModelCallInFlightShows(t *testing.T) {
+	t.Parallel()
+	v := New(&bytes.Buffer{}, Opts{RunID: "R1"})
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "write_to_file", Summary: "a.go"})
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "model", Summary: agent.WaitingForModel})
+	require.Equal(t, agent.WaitingForModel, v.work["T1"].activity)
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "model", Summary: "turn 2", Usage: agent.Usage{InputTokens: 10}})
+	require.Empty(t, v.work["T1"].activity)
+	require.Equal(t, 10, v.work["T1"].usage.InputTokens)
+}
