@@ -20,8 +20,10 @@ type Activity struct {
 	Summary string
 	// Usage is what a model call used (Tool "model").
 	Usage agent.Usage
-	// Wait is how long the attempt waits for the provider (ActivityWait).
-	Wait time.Duration
+	// Wait is how long the attempt waits for the provider, and Reason
+	// why (ActivityWait).
+	Wait   time.Duration
+	Reason string
 	// Worker is the process working the attempt, host:pid, when it is
 	// not this one.
 	Worker string
@@ -61,7 +63,12 @@ func watch(ctx context.Context, taskID string, attempt int) context.Context {
 		f(Activity{TaskID: taskID, Attempt: attempt, Tool: a.Tool, Summary: a.Summary, Usage: a.Usage})
 	})
 	return llm.WithWaitFunc(ctx, func(w llm.WaitInfo) {
-		f(Activity{TaskID: taskID, Attempt: attempt, Tool: ActivityWait, Wait: w.Wait,
-			Summary: fmt.Sprintf("waiting for provider %ds (%s)", int(w.Wait.Round(time.Second)/time.Second), w.Reason)})
+		f(Activity{TaskID: taskID, Attempt: attempt, Tool: ActivityWait, Wait: w.Wait, Reason: w.Reason,
+			Summary: WaitSummary(w.Wait, w.Reason)})
 	})
+}
+
+// WaitSummary says that an attempt waits left for the provider, and why.
+func WaitSummary(left time.Duration, reason string) string {
+	return fmt.Sprintf("waiting for provider %ds (%s)", int((left+time.Second-1)/time.Second), reason)
 }

@@ -137,7 +137,7 @@ func (l *liveView) render() string {
 		}
 		elapsed := v.now().Sub(s.Since)
 		row := fmt.Sprintf("%-*d %s %-*d %-*s %s %*s %*s", colWorker, s.Worker, l.st.task.Render(pad(s.TaskID, colTask)), colAttempt, s.Attempt,
-			colTime, clock(elapsed), pad(shorten(w.activity, rest), rest), colTokens, tokens(w.usage.Tokens()), colCost, cost(w.usage.CostUSD, priced))
+			colTime, clock(elapsed), pad(shorten(w.activityNow(v.now()), rest), rest), colTokens, tokens(w.usage.Tokens()), colCost, cost(w.usage.CostUSD, priced))
 		lines = append(lines, row)
 	}
 	if len(v.tr.Slots()) == 0 {

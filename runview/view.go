@@ -63,6 +63,18 @@ type View struct {
 type work struct {
 	activity string
 	usage    agent.Usage
+	// waitUntil ends a wait for the provider, which the live view counts
+	// down; waitReason says why it waits.
+	waitUntil  time.Time
+	waitReason string
+}
+
+// activityNow is what w shows at now: a wait for the provider counts down.
+func (w *work) activityNow(now time.Time) string {
+	if left := w.waitUntil.Sub(now); left > 0 {
+		return nodes.WaitSummary(left, w.waitReason)
+	}
+	return w.activity
 }
 
 // New returns a view that writes to w.
@@ -246,6 +258,10 @@ func (v *View) Activity(a nodes.Activity) {
 		w.usage.Add(a.Usage)
 		v.spent.Add(a.Usage)
 	} else {
+		w.waitUntil = time.Time{}
+		if a.Tool == nodes.ActivityWait {
+			w.waitUntil, w.waitReason = v.now().Add(a.Wait), a.Reason
+		}
 		w.activity = strings.TrimSpace(a.Tool + " " + a.Summary)
 		switch a.Tool {
 		case nodes.ActivityTests, nodes.ActivityWait, "worker":

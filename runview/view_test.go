@@ -224,3 +224,17 @@ func TestModelCallInFlightShows(t *testing.T) {
 	require.Empty(t, v.work["T1"].activity)
 	require.Equal(t, 10, v.work["T1"].usage.InputTokens)
 }
+
+// A wait for the provider counts down in the worker's row.
+func TestProviderWaitCountsDown(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	v := New(&bytes.Buffer{}, Opts{RunID: "R1", NowFunc: func() time.Time { return now }})
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: nodes.ActivityWait, Wait: 19 * time.Second, Reason: "rate_limit",
+		Summary: nodes.WaitSummary(19*time.Second, "rate_limit")})
+	w := v.work["T1"]
+	require.Equal(t, "waiting for provider 19s (rate_limit)", w.activityNow(now))
+	require.Equal(t, "waiting for provider 11s (rate_limit)", w.activityNow(now.Add(8*time.Second)))
+	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "read_file", Summary: "a.go"})
+	require.Equal(t, "read_file a.go", w.activityNow(now.Add(9*time.Second)), "the wait is over once the worker goes on")
+}
