@@ -158,3 +158,16 @@ func TestUsageReport(t *testing.T) {
 	require.NotNil(t, cli.CostUSD)
 	require.InDelta(t, 0.01, *cli.CostUSD, 1e-9)
 }
+
+// A task that waits for its review says why in the run's summary, not
+// only that it is not done.
+func TestFateOfAnEscalatedTask(t *testing.T) {
+	t.Parallel()
+	var s State
+	s.Tasks.Put("T1", planner.Task{ID: "T1", Status: planner.StatusPending})
+	s.Tasks.Put("T2", planner.Task{ID: "T2", Status: planner.StatusPending})
+	s.Escalations.Set([]Escalation{{TaskID: "T1", Reason: ReasonProvider, Error: "HTTP 529 (overloaded); gave up after 5 requests"}})
+	fates := Fates(s)
+	require.Equal(t, "not done: waiting for a review (provider): HTTP 529 (overloaded); gave up after 5 requests", fates[0].String())
+	require.Equal(t, "not done", fates[1].String())
+}

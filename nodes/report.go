@@ -117,6 +117,12 @@ func Fates(s State) []TaskFate {
 			f.Fate, f.Why = FateFailed, clip.Line(t.Error, 160)
 		default:
 			f.Fate = FateNotDone
+			// An escalated task waits for its review, which says why.
+			for _, e := range s.Escalations.Get() {
+				if e.TaskID == t.ID {
+					f.Why = "waiting for a review (" + e.Reason + "): " + clip.Line(e.Error, 120)
+				}
+			}
 		}
 		out = append(out, f)
 	}
