@@ -98,7 +98,7 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	if len(keys) == 0 {
 		keys = s.Integrated.Items()
 	}
-	b := &bisection{p: p, s: s, u: &u, wt: wt}
+	b := &bisection{p: p, s: s, u: &u, wt: wt, head: head}
 	c, err := b.run(ctx, keys, failure)
 	if err != nil {
 		return u, fmt.Errorf("build verification: %w", err)
@@ -219,6 +219,8 @@ type bisection struct {
 	baseFailure string
 	// flaky: the branch as it failed passed when built again.
 	flaky bool
+	// head is the head of the branch that failed.
+	head string
 }
 
 // run bisects over the attempts keys (in integration order); the head,
@@ -259,9 +261,9 @@ func (b *bisection) run(ctx context.Context, keys []string, failure string) (*Cu
 	if hi == n {
 		// No build of the search failed: the one failure seen is the
 		// head's. Before its last attempt is blamed and reverted, the
-		// branch is built again, so that a test that fails now and then
+		// head is built again, so that a test that fails now and then
 		// costs no one's work.
-		ok, err := b.build(ctx, n, "")
+		ok, err := b.buildHead(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -358,6 +360,26 @@ func (b *bisection) build(ctx context.Context, i int, with string) (bool, error)
 	return false, nil
 }
 
+// buildHead builds the head that failed, as it is, once more.
+func (b *bisection) buildHead(ctx context.Context) (bool, error) {
+	b.builds++
+	for _, args := range [][]string{{"reset", "-q", "--hard"}, {"checkout", "-q", "--detach", b.head}} {
+		if _, err := gitOutput(ctx, b.wt.Path, args...); err != nil {
+			return false, err
+		}
+	}
+	failure, err := b.p.checkBuild(ctx, b.wt.Path)
+	if err != nil {
+		return false, err
+	}
+	if failure == "" {
+		b.log("build %d, main's head %s again: passes", b.builds, short(b.head))
+		return true, nil
+	}
+	b.log("build %d, main's head %s again: fails: %s", b.builds, short(b.head), clip.Line(failure, 160))
+	return false, nil
+}
+
 // checkout puts prefix i (plus the commit with) in the build worktree.
 func (b *bisection) checkout(ctx context.Context, i int, with string) error {
 	dir := b.wt.Path
@@ -379,6 +401,9 @@ func (b *bisection) checkout(ctx context.Context, i int, with string) error {
 		}
 		if _, err := gitOutput(ctx, dir, "merge-base", "--is-ancestor", rec.Integrated, at); err != nil {
 			continue
+		}
+		if _, err := gitOutput(ctx, dir, "merge-base", "--is-ancestor", rec.Reverted, at); err == nil {
+			continue // its revert is in the prefix already: a retry came after it
 		}
 		if _, err := gitOutput(ctx, dir, "revert", "--no-commit", rec.Integrated); err != nil {
 			return err

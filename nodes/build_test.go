@@ -166,11 +166,31 @@ func TestBuildFailingOnceRevertsNothing(t *testing.T) {
 	res, status := h.start()
 	require.Equal(t, RunCompleted, status, logText(res.State))
 	log := logText(res.State)
-	require.Contains(t, log, "bisect: build 2, prefix 1 of 1 (through T1/1): passes")
+	require.Contains(t, log, "bisect: build 2, main's head "+short(res.State.Head.Get())+" again: passes")
 	require.Contains(t, log, "when run again, after it failed once (a flaky test?); nothing is reverted")
 	require.NotContains(t, log, "broke main")
 	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the try stays, with no revert")
 	require.Equal(t, res.State.Head.Get(), res.State.Verified.Get())
+}
+
+// A retry that breaks main again is blamed again: the rebuild of main
+// before blaming is of its head as it is, not of a prefix that reverted
+// the first try a second time and so left the retry's files out.
+func TestBuildRetryThatBreaksMainAgainIsBlamed(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	onMainOnly := "package calc\n\nimport (\n\t\"os\"\n\t\"strings\"\n\t\"testing\"\n)\n\n" +
+		"func TestMul(t *testing.T) {\n\tif wd, _ := os.Getwd(); strings.Contains(wd, \"-build-\") {\n\t\tt.Fatal(\"fails on main\")\n\t}\n}\n"
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/mul.go": mulGo, "calc/mul_test.go": onMainOnly}}}
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Mul", []string{"calc/mul.go"}, "calc/mul_test.go")))
+	p.MaxAttempts = 2
+	p.BuildCommand = []string{"go", "test", "-count=1", "./..."}
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	log := logText(res.State)
+	require.Equal(t, RunPaused, status, log)
+	require.NotContains(t, log, "a flaky test?")
+	require.Equal(t, 2, strings.Count(log, "T1 broke main; reverted it as "), log)
 }
 
 // A build that times out on the branch as it was before a batch is not
