@@ -483,6 +483,14 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 	}
 	if resumed {
 		clearStaleLocks(ctx, wt.Path)
+		// The worker that died may have left its HEAD detached mid-rebase:
+		// put back now, it is not this attempt's doing.
+		if fixed, err := p.Repo.Repair(wt); err != nil {
+			return AttemptResult{}, fmt.Errorf("implement %s: %w", id, err)
+		} else if len(fixed) > 0 {
+			p.log().InfoContext(ctx, "repaired the worktree a stopped attempt left", slog.String("task_id", id),
+				slog.Int("attempt", attempt), slog.Any("put back", fixed))
+		}
 	}
 	if !resumed {
 		if wt, err = p.createWorktree(ctx, run, id, attempt, job.Base); err != nil {

@@ -233,6 +233,28 @@ func (m *Manager) restoreAdmin(w *Worktree, gitDir string) (changed []string, er
 	return changed, err
 }
 
+// Repair puts an attempt's worktree back in order after its process died
+// while the worker ran: the worktree's HEAD and commondir as restoreAdmin
+// wants them, and no rebase, merge or cherry-pick left half done. The
+// worker resumes there; what the dead worker did to them is not the
+// resumed attempt's doing, and Guard must not blame it on it. It returns
+// what it put back.
+func (m *Manager) Repair(w *Worktree) ([]string, error) {
+	gitDir, err := m.adminDir(w.Path)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := m.restoreAdmin(w, gitDir)
+	for _, f := range []string{"rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "sequencer"} {
+		path := filepath.Join(gitDir, f)
+		if _, serr := os.Lstat(path); serr == nil {
+			changed = append(changed, "the unfinished git operation in "+f+" was dropped")
+			err = errors.Join(err, os.RemoveAll(path))
+		}
+	}
+	return changed, err
+}
+
 // samePath reports whether a and b name the same folder, links resolved.
 func samePath(a, b string) bool {
 	if filepath.Clean(a) == filepath.Clean(b) {

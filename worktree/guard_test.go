@@ -210,3 +210,30 @@ git update-ref refs/heads/main HEAD~1 2>&1; git tag evil 2>&1; echo end`}}))
 	require.Equal(t, gitT(t, repo, "rev-parse", "HEAD"), gitT(t, repo, "rev-parse", "main"))
 	require.NotEqual(t, main, gitT(t, repo, "rev-parse", "main"))
 }
+
+// A worker killed mid-rebase leaves its worktree's HEAD detached: Repair
+// puts it back before the resumed attempt's guard, which then finds
+// nothing to blame on it.
+func TestRepairAfterAWorkerDiedMidRebase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+	m := open(t, repo, nil)
+	w, err := m.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	write(t, w.Path, "b.txt", "b\n")
+	gitT(t, w.Path, "add", "b.txt")
+	gitT(t, w.Path, "commit", "-q", "-m", "work")
+	gitT(t, w.Path, "checkout", "-q", "--detach", "HEAD~1")
+	gitDir := gitT(t, w.Path, "rev-parse", "--absolute-git-dir")
+	require.NoError(t, os.MkdirAll(filepath.Join(gitDir, "rebase-merge"), 0o755))
+
+	fixed, err := m.Repair(w)
+	require.NoError(t, err)
+	require.Len(t, fixed, 2, "%v", fixed)
+	require.Equal(t, "refs/heads/"+w.Branch, gitT(t, w.Path, "symbolic-ref", "HEAD"))
+	require.NoDirExists(t, filepath.Join(gitDir, "rebase-merge"))
+	g, err := m.Guard(ctx, w)
+	require.NoError(t, err)
+	require.NoError(t, m.Restore(ctx, g))
+}
