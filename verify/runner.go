@@ -404,8 +404,17 @@ func makeRecipe(dir, target string) string {
 func deriveCommands(dir string, testFiles, command []string) [][]string {
 	var goPkgs, pyFiles, jsFiles []string
 	for _, f := range testFiles {
-		f = path.Clean(filepath.ToSlash(f))
+		// A pytest node ID ("tests/test_a.py::test_b") runs as it is; its
+		// file says which runner.
+		file, node, _ := strings.Cut(filepath.ToSlash(f), "::")
+		f = path.Clean(file)
 		base := path.Base(f)
+		if node != "" {
+			if strings.HasSuffix(base, ".py") {
+				pyFiles = append(pyFiles, f+"::"+node)
+			}
+			continue
+		}
 		switch {
 		case strings.HasSuffix(base, "_test.go"):
 			pkg := "./" + path.Dir(f)

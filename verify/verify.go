@@ -198,7 +198,9 @@ func missingFiles(dir string, names []string) []string {
 		if name == "" || slices.Contains(missing, name) {
 			continue
 		}
-		rel := filepath.Clean(filepath.FromSlash(name))
+		// A pytest node ID names its file before "::".
+		file, _, _ := strings.Cut(name, "::")
+		rel := filepath.Clean(filepath.FromSlash(file))
 		if !filepath.IsLocal(rel) {
 			missing = append(missing, name)
 			continue

@@ -325,6 +325,7 @@ func TestDeriveCommands(t *testing.T) {
 		{"jest through npx", "", []string{"a.test.js"}, []string{"npx jest a.test.js"}, []string{"npx", "jest", "--ci"}},
 		{"vitest by path", "", []string{"a.test.ts"}, []string{"node_modules/.bin/vitest run a.test.ts"}, []string{"node_modules/.bin/vitest", "run"}},
 		{"a script names no runner", "", []string{"test_a.py"}, []string{"python3 -m pytest test_a.py"}, []string{"make", "test"}},
+		{"pytest node IDs", "", []string{"tests/test_a.py::test_b", "tests/test_c.py"}, []string{"pytest tests/test_a.py::test_b tests/test_c.py"}, []string{"pytest"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -629,6 +630,13 @@ func TestVerifyExitCode(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, rep.Passed)
 		require.Equal(t, FormatNone, rep.Format)
+	})
+
+	t.Run("a pytest node ID names its file", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Run(ctx, dir, Spec{TestFiles: []string{"a.txt::test_a", "c.txt::test_c"}}, &Opts{})
+		require.NoError(t, err)
+		require.Equal(t, []string{"c.txt::test_c"}, rep.MissingFiles)
 	})
 
 	t.Run("nothing to run, files missing", func(t *testing.T) {
