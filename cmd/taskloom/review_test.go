@@ -321,7 +321,7 @@ func TestReviewFlagsTwoEscalations(t *testing.T) {
 	// would fail the tasks after it.
 	code, _, errOut = reviewCLI(t, strings.NewReader(""), "review", runID, "--repo", repo, "--task", "T2", "--action", "fixed")
 	require.Equal(t, exitError, code)
-	require.Equal(t, "taskloom: T2 is not fixed on main yet: its last commit has no log.txt; commit the fix on main, then mark it fixed\n", errOut)
+	require.Equal(t, "taskloom: T2 is not fixed on main yet: its last commit has none of log.txt; commit the fix on main, then mark it fixed\n", errOut)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "log.txt"), []byte("fixed by hand\n"), 0o644))
 	testkit.Git(t, repo, "add", "log.txt")
 	testkit.Git(t, repo, "commit", "-q", "-m", "fix T2 by hand")

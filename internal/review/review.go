@@ -54,6 +54,8 @@ type Review struct {
 	// recorded are the decisions an earlier review recorded, by task ID,
 	// which the run acts on when it resumes.
 	recorded map[string]nodes.Decision
+	// notes say, by interrupt ID, what a decision was taken despite.
+	notes map[string]string
 }
 
 // New collects the pending escalations of a run's newest checkpoint.
@@ -61,7 +63,7 @@ type Review struct {
 // prints (" --db URL"), so that they find the run's store.
 func New(runID, repo, flags string, res graph.Result[nodes.State]) (*Review, error) {
 	rv := &Review{runID: runID, repo: repo, branch: res.State.Branch.Get(), flags: flags, tasks: res.State.Tasks.Values(),
-		decisions: map[string]nodes.Decision{}, recorded: map[string]nodes.Decision{}}
+		decisions: map[string]nodes.Decision{}, recorded: map[string]nodes.Decision{}, notes: map[string]string{}}
 	for _, a := range res.Answered {
 		var p nodes.EscalationPayload
 		var d nodes.Decision
@@ -182,11 +184,18 @@ func (rv *Review) abort(d nodes.Decision) {
 // must have its files on the target branch: the tasks after it build on
 // them.
 func (rv *Review) decide(e Escalation, d nodes.Decision) error {
-	if d.Action == nodes.ActionFixed && rv.repo != "" && rv.branch != "" {
+	if d.Action == nodes.ActionFixed && rv.repo != "" && rv.branch != "" && len(e.task.FilesToCreate) > 0 {
 		missing, err := worktree.MissingOnBranch(rv.repo, rv.branch, e.task.FilesToCreate)
-		if err == nil && len(missing) > 0 {
-			return fmt.Errorf("%s is not fixed on %s yet: its last commit has no %s; commit the fix on %s, then mark it fixed",
+		switch {
+		case err != nil:
+		case len(missing) == len(e.task.FilesToCreate):
+			// None of them: the fix is not there.
+			return fmt.Errorf("%s is not fixed on %s yet: its last commit has none of %s; commit the fix on %s, then mark it fixed",
 				e.payload.TaskID, rv.branch, strings.Join(missing, ", "), rv.branch)
+		case len(missing) > 0:
+			// A fix by hand may lay the files out otherwise: said, not
+			// refused.
+			rv.notes[e.interruptID] = fmt.Sprintf("%s's last commit has no %s", rv.branch, strings.Join(missing, ", "))
 		}
 	}
 	tasks, err := nodes.ApplyDecision(rv.tasks, e.payload.TaskID, d)
@@ -242,6 +251,9 @@ func (rv *Review) Record(ctx context.Context, g *graph.Runnable[nodes.State], w 
 		line := fmt.Sprintf("  %-10s %s", e.payload.TaskID, d.Action)
 		if d.Note != "" {
 			line += fmt.Sprintf(" (note: %s)", d.Note)
+		}
+		if n := rv.notes[e.interruptID]; n != "" {
+			line += " (mind: " + n + ")"
 		}
 		fmt.Fprintln(w, line)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/verify"
@@ -149,4 +150,32 @@ func TestSelectADecidedTask(t *testing.T) {
 	require.EqualError(t, err, "task T4 of run r1 has a decision already (skip), which the run acts on when it resumes; the tasks still waiting for one: T2")
 	_, err = rv.Select([]string{"T9"})
 	require.EqualError(t, err, "task T9 has no pending escalation in run r1 (pending: T2)")
+}
+
+// Fixed by hand needs the fix on the target branch: none of the task's
+// files there is refused; some of them is taken, and said, since a fix by
+// hand may lay the files out otherwise.
+func TestFixedNeedsTheFixOnTheBranch(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	testkit.Git(t, repo, "init", "-q", "-b", "main")
+	testkit.WriteFiles(t, repo, map[string]string{"calc/add.go": "package calc\n"})
+	testkit.Git(t, repo, "add", "-A")
+	testkit.Git(t, repo, "commit", "-q", "-m", "fix by hand")
+	payload, _ := json.Marshal(nodes.EscalationPayload{TaskID: "T1"})
+	newReview := func(files ...string) *Review {
+		var st nodes.State
+		st.Branch.Set("main")
+		st.Tasks.Put("T1", planner.Task{ID: "T1", Status: planner.StatusFailed, FilesToCreate: files})
+		rv, err := New("r1", repo, "", graph.Result[nodes.State]{Status: graph.StatusInterrupted, State: st,
+			Interrupts: []graph.Interruption{{ID: "3/h/0", Node: nodes.NodeEscalation, Value: payload}}})
+		require.NoError(t, err)
+		return rv
+	}
+	rv := newReview("calc/sub.go", "calc/sub_test.go")
+	err := rv.DecideFromFlags(rv.pending, []string{"T1"}, nodes.ActionFixed, "")
+	require.EqualError(t, err, "T1 is not fixed on main yet: its last commit has none of calc/sub.go, calc/sub_test.go; commit the fix on main, then mark it fixed")
+	rv = newReview("calc/add.go", "calc/extra.go")
+	require.NoError(t, rv.DecideFromFlags(rv.pending, []string{"T1"}, nodes.ActionFixed, ""))
+	require.Equal(t, "main's last commit has no calc/extra.go", rv.notes["3/h/0"])
 }
