@@ -173,7 +173,7 @@ func AddFileDependencies(tasks []Task) int {
 		var have map[string]bool
 		for _, list := range [][]string{t.FilesToModify, t.TestFiles} {
 			for _, f := range list {
-				c, ok := creator[f]
+				c, ok := creator[FileOf(f)]
 				if !ok || c == i {
 					continue
 				}

@@ -35,6 +35,14 @@ func TestFileDependencies(t *testing.T) {
 			want: map[string][]string{"T1": {}, "T2": {"T1"}},
 		},
 		{
+			name: "a pytest node ID tests its file",
+			tasks: []RawTask{
+				withFiles(rt("T1"), []string{"tests/test_calc.py"}, nil, nil),
+				withFiles(rt("T2"), nil, nil, []string{"tests/test_calc.py::test_add"}),
+			},
+			want: map[string][]string{"T1": {}, "T2": {"T1"}},
+		},
+		{
 			name: "the creator may come later in plan order",
 			tasks: []RawTask{
 				withFiles(rt("T1"), nil, []string{"b.go"}, nil),

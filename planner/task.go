@@ -1,5 +1,7 @@
 package planner
 
+import "strings"
+
 // Status is a task's place in its life cycle.
 type Status string
 
@@ -87,6 +89,13 @@ type Task struct {
 	LinearIssueID string `json:"linear_issue_id,omitempty"`
 }
 
+// FileOf is the file a files entry names: a pytest node ID
+// ("tests/test_a.py::test_b") names the file before its "::".
+func FileOf(entry string) string {
+	file, _, _ := strings.Cut(entry, "::")
+	return file
+}
+
 // Files returns the task's files to create, modify and test, in that order,
 // without duplicates.
 func (t *Task) Files() []string {
@@ -94,7 +103,7 @@ func (t *Task) Files() []string {
 	var out []string
 	for _, list := range [][]string{t.FilesToCreate, t.FilesToModify, t.TestFiles} {
 		for _, f := range list {
-			if !seen[f] {
+			if f = FileOf(f); !seen[f] {
 				seen[f] = true
 				out = append(out, f)
 			}

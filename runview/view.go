@@ -264,8 +264,12 @@ func (v *View) Activity(a nodes.Activity) {
 		}
 		w.activity = strings.TrimSpace(a.Tool + " " + a.Summary)
 		switch a.Tool {
-		case nodes.ActivityTests, nodes.ActivityWait, "worker":
+		case nodes.ActivityTests, "worker":
 			w.activity = a.Summary
+		case nodes.ActivityWait:
+			// The countdown shows the wait; the model call tried again
+			// comes after it.
+			w.activity = agent.WaitingForModel
 		}
 		if a.Worker != "" {
 			w.activity = a.Worker + ": " + w.activity

@@ -54,7 +54,8 @@ func TestLiveViewFitsEightyColumns(t *testing.T) {
 	l := &liveView{v: v, w: 80, initial: 80}
 	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "write_to_file", Summary: "internal/calculator/parser/lexer/tokens_and_positions_test.go"})
 	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "model", Usage: agent.Usage{InputTokens: 12000, OutputTokens: 800, CostUSD: 0.048}})
-	v.Activity(nodes.Activity{TaskID: "T2", Attempt: 1, Tool: nodes.ActivityWait, Summary: "waiting for provider 12s (overloaded)"})
+	v.Activity(nodes.Activity{TaskID: "T2", Attempt: 1, Tool: nodes.ActivityWait, Wait: 87 * time.Second, Reason: "overloaded",
+		Summary: "waiting for provider 87s (overloaded)"})
 	*now = now.Add(75 * time.Second)
 	screen := l.render()
 	t.Logf("the live view at 80 columns:\n%s", screen)
@@ -235,6 +236,7 @@ func TestProviderWaitCountsDown(t *testing.T) {
 	w := v.work["T1"]
 	require.Equal(t, "waiting for provider 19s (rate_limit)", w.activityNow(now))
 	require.Equal(t, "waiting for provider 11s (rate_limit)", w.activityNow(now.Add(8*time.Second)))
+	require.Equal(t, agent.WaitingForModel, w.activityNow(now.Add(20*time.Second)), "then the call is tried again")
 	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "read_file", Summary: "a.go"})
 	require.Equal(t, "read_file a.go", w.activityNow(now.Add(9*time.Second)), "the wait is over once the worker goes on")
 }
