@@ -68,7 +68,8 @@ func watch(ctx context.Context, taskID string, attempt int) context.Context {
 	})
 }
 
-// WaitSummary says that an attempt waits left for the provider, and why.
+// WaitSummary says how long an attempt has left to wait for the provider,
+// and why.
 func WaitSummary(left time.Duration, reason string) string {
 	return fmt.Sprintf("waiting for provider %ds (%s)", int((left+time.Second-1)/time.Second), reason)
 }

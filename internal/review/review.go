@@ -54,7 +54,8 @@ type Review struct {
 	// recorded are the decisions an earlier review recorded, by task ID,
 	// which the run acts on when it resumes.
 	recorded map[string]nodes.Decision
-	// notes say, by interrupt ID, what a decision was taken despite.
+	// notes say, by interrupt ID, what the reviewer should mind about a
+	// decision taken.
 	notes map[string]string
 }
 
