@@ -81,6 +81,42 @@ func TestForgivingMarkdown(t *testing.T) {
 			wantFiles:    []string{"src/a.go"},
 			wantWarnings: []string{`PRODUCT.md:2: read heading "### Task T1 Store" as "### Task T1: Store"`},
 		},
+		// The markup a writer, or a model, puts around a task's ID.
+		{
+			name:         "near miss in bold",
+			md:           "## Milestone M1: Core\n### **Task T1**: Store\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n",
+			wantCriteria: []string{"Saves items"},
+			wantFiles:    []string{"src/a.go"},
+			wantWarnings: []string{`PRODUCT.md:2: read heading "### **Task T1**: Store" as "### Task T1: Store"`},
+		},
+		{
+			name:         "near miss numbered, the ID as code",
+			md:           "## Milestone M1: Core\n### 1. Task `T1`: Store\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n",
+			wantCriteria: []string{"Saves items"},
+			wantFiles:    []string{"src/a.go"},
+			wantWarnings: []string{"PRODUCT.md:2: read heading \"### 1. Task `T1`: Store\" as \"### Task T1: Store\""},
+		},
+		{
+			name:         "near miss with the ID in brackets",
+			md:           "## Milestone M1: Core\n### [T1] Store\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n",
+			wantCriteria: []string{"Saves items"},
+			wantFiles:    []string{"src/a.go"},
+			wantWarnings: []string{`PRODUCT.md:2: read heading "### [T1] Store" as "### Task T1: Store"`},
+		},
+		{
+			name:         "a closing run of # is no part of the title",
+			md:           "## Milestone M1: Core ##\n### Task T1: Store ###\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n",
+			wantCriteria: []string{"Saves items"},
+			wantFiles:    []string{"src/a.go"},
+		},
+		{
+			name: "a task heading at level one is a warning",
+			md: "## Milestone M1: Core\n### Task T1: Store\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n" +
+				"# Task T2: Index\n",
+			wantCriteria: []string{"Saves items"},
+			wantFiles:    []string{"src/a.go"},
+			wantWarnings: []string{`PRODUCT.md:5: heading "# Task T2: Index" looks like a task but is not read as one (write "### Task T2: title")`},
+		},
 		{
 			name: "near miss at the wrong level is a warning",
 			md: "## Milestone M1: Core\n### Task T1: Store\n- acceptance_criteria: Saves items\n- files_to_create: src/a.go\n" +

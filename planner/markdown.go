@@ -32,6 +32,7 @@ var (
 	topBullet        = regexp.MustCompile(`^ ?[-*+]\s+`)
 	nestedBullet     = regexp.MustCompile(`^(?:\s{2,}|\t)[-*+]\s+(?:\[[ xX]\]\s+)?(.*?)\s*$`)
 	checkbox         = regexp.MustCompile(`^\[[ xX]\]\s+`)
+	closingHashes    = regexp.MustCompile(`\s+#+\s*$`)
 
 	// Near-miss task headings: "Task T1 - title", "task t1: title" (any
 	// case, any separator), "Task: T1 title", "Task T1 title" and "T1:
@@ -58,8 +59,8 @@ func nearTask(line string) (id, title string, ok, parse bool) {
 	if h == nil || !anyHeading.MatchString(line) {
 		return "", "", false, false
 	}
-	level, text := len(h[1]), h[2]
-	if m := nearTaskWord.FindStringSubmatch(text); m != nil && level >= 2 && strings.ContainsAny(m[1], "0123456789") {
+	level, text := len(h[1]), plainHeading(h[2])
+	if m := nearTaskWord.FindStringSubmatch(text); m != nil && strings.ContainsAny(m[1], "0123456789") {
 		id, title = m[1], m[2]+m[3]
 	} else if m := nearTaskID.FindStringSubmatch(text); m != nil && level >= 3 {
 		id, title = m[1], m[2]
@@ -67,6 +68,21 @@ func nearTask(line string) (id, title string, ok, parse bool) {
 		return "", "", false, false
 	}
 	return id, title, true, level == 3 && title != ""
+}
+
+var (
+	headingMarkup   = strings.NewReplacer("**", "", "__", "", "`", "")
+	headingNumber   = regexp.MustCompile(`^\d+[.)]\s+`)
+	headingBrackets = regexp.MustCompile(`^\[([^\]\s]+)\]\s*[:.-]?\s*`)
+)
+
+// plainHeading is a heading's text without the markup a writer (or a
+// model) puts around a task's ID: bold, code, a number in front, the ID
+// in brackets. "**Task T2**: x", "2. Task T2: x" and "[T2] x" read as
+// "Task T2: x" and "T2: x".
+func plainHeading(text string) string {
+	text = headingNumber.ReplaceAllString(headingMarkup.Replace(text), "")
+	return headingBrackets.ReplaceAllString(text, "$1: ")
 }
 
 // HasTaskList reports whether a PRODUCT.md contains an explicit task list:
@@ -300,6 +316,11 @@ func (p *mdParser) line(n int, line string) {
 	}
 	if p.fenced {
 		return
+	}
+	if anyHeading.MatchString(line) {
+		// A heading may end with a run of "#" that closes it, as in
+		// CommonMark: it is no part of its title.
+		line = closingHashes.ReplaceAllString(line, "")
 	}
 	if m := milestoneHeading.FindStringSubmatch(line); m != nil {
 		p.raw.Milestones = append(p.raw.Milestones, RawMilestone{ID: m[1], Name: m[2]})

@@ -9,6 +9,7 @@ import (
 	"math"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -334,7 +335,8 @@ func (d *rawDecoder) task(p string, v any) RawTask {
 			t.MilestoneID = d.str(kp, val)
 		case "priority":
 			if val != nil {
-				t.Priority = Priority(d.str(kp, val))
+				// "High" is high, as the markdown list reads it.
+				t.Priority = Priority(strings.ToLower(strings.TrimSpace(d.str(kp, val))))
 			}
 		case "estimated_minutes":
 			t.EstimatedMinutes = d.finite(kp, val)
@@ -353,6 +355,12 @@ func (d *rawDecoder) finite(p string, v any) *float64 {
 		return nil
 	}
 	n, ok := v.(json.Number)
+	if s, isStr := v.(string); isStr {
+		// A number written as a string ("4"), as models do now and then.
+		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			n, ok = json.Number(strings.TrimSpace(s)), true
+		}
+	}
 	if !ok {
 		d.add(p, "must be a number, got %s", typeName(v))
 		return nil

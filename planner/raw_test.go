@@ -53,12 +53,14 @@ func TestParseRawErrors(t *testing.T) {
 		{"a valid second task", task(base), nil},
 		{"missing required fields", task(`"user_story": "s"`), []string{
 			"tasks[1].id: required", "tasks[1].title: required", "tasks[1].milestone_id: required", "tasks[1].acceptance_criteria: required"}},
-		{"wrong types", task(`"id": 2, "title": "Second", "acceptance_criteria": "works", "milestone_id": "M1", "files_to_create": [1, "a.go"], "estimated_minutes": "5", "priority": true`), []string{
+		{"wrong types", task(`"id": 2, "title": "Second", "acceptance_criteria": "works", "milestone_id": "M1", "files_to_create": [1, "a.go"], "estimated_minutes": "five", "priority": true`), []string{
 			"tasks[1].acceptance_criteria: must be an array of strings, got string",
 			"tasks[1].estimated_minutes: must be a number, got string",
 			"tasks[1].files_to_create[0]: must be a string, got number",
 			"tasks[1].id: must be a string, got number",
 			"tasks[1].priority: must be a string, got boolean"}},
+		// What models write now and then, read as meant.
+		{"a number as a string and a priority in capitals", task(base + `, "estimated_minutes": "4", "priority": "High"`), nil},
 		{"unknown task field", task(base + `, "status": "done"`), []string{
 			"tasks[1].status: unknown field (allowed: id, title, user_story, acceptance_criteria, files_to_create, files_to_modify, test_files, dependencies, milestone_id, priority, estimated_minutes)"}},
 		{"title too long", task(`"id": "T2", "title": "` + strings.Repeat("é", 81) + `", "acceptance_criteria": ["w"], "milestone_id": "M1"`), []string{
