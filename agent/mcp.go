@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -66,12 +67,17 @@ const (
 	ToolAccessMCPResource = "access_mcp_resource"
 )
 
+// ErrMCPUnavailable marks an MCP call that failed because its server is
+// down, crashed or did not answer in time: not the model's mistake, so it
+// does not count toward the mistake limit.
+var ErrMCPUnavailable = errors.New("MCP server unavailable")
+
 // useMCPTool runs use_mcp_tool.
 func (c *conv) useMCPTool(ctx context.Context, a args) callOutcome {
 	server, tool := a.s("server_name"), a.s("tool_name")
 	res, err := c.a.opts.MCP.CallTool(ctx, server, tool, a.obj["arguments"])
 	if err != nil {
-		return toolError("use_mcp_tool: %v", err)
+		return mcpError(ctx, ToolUseMCPTool, err)
 	}
 	return c.mcpOutcome(res)
 }
@@ -80,9 +86,22 @@ func (c *conv) useMCPTool(ctx context.Context, a args) callOutcome {
 func (c *conv) accessMCPResource(ctx context.Context, a args) callOutcome {
 	res, err := c.a.opts.MCP.ReadResource(ctx, a.s("server_name"), a.s("uri"))
 	if err != nil {
-		return toolError("access_mcp_resource: %v", err)
+		return mcpError(ctx, ToolAccessMCPResource, err)
 	}
 	return c.mcpOutcome(res)
+}
+
+// mcpError is the outcome of an MCP call that failed: a mistake of the
+// model's (an unknown tool, arguments off its schema) or a failure of the
+// server's, which is not one.
+func mcpError(ctx context.Context, tool string, err error) callOutcome {
+	switch {
+	case ctx.Err() != nil:
+		return callOutcome{content: "Call interrupted: the conversation was cancelled.", isError: true, failed: true}
+	case errors.Is(err, ErrMCPUnavailable):
+		return callOutcome{content: fmt.Sprintf("Error: %s: %v", tool, err), isError: true, failed: true}
+	}
+	return toolError("%s: %v", tool, err)
 }
 
 func (c *conv) mcpOutcome(res MCPResult) callOutcome {

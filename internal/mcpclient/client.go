@@ -126,7 +126,13 @@ func New(opts Opts) *Client {
 	c := &Client{opts: opts, ctx: ctx, cancel: cancel,
 		sdk: mcp.NewClient(&mcp.Implementation{Name: "taskloom", Version: "1"}, &mcp.ClientOptions{Logger: opts.Logger})}
 	for _, s := range opts.Servers {
-		c.servers = append(c.servers, &server{cfg: s, c: c})
+		// What a server returns may hold a secret: one it was given in
+		// its env, or one of this process's that it read (a .env file).
+		values := make([]string, 0, len(s.Env))
+		for _, v := range s.Env {
+			values = append(values, v)
+		}
+		c.servers = append(c.servers, &server{cfg: s, c: c, redactor: proc.NewRedactor(c.opts.Environ, c.opts.EnvAllow, values...)})
 	}
 	return c
 }
@@ -188,7 +194,7 @@ func (c *Client) CallTool(ctx context.Context, serverName, tool string, args map
 	defer cancel()
 	res, err := st.sess.CallTool(cctx, &mcp.CallToolParams{Name: tool, Arguments: plain})
 	if err != nil {
-		return agent.MCPResult{}, s.callError(ctx, cctx, st, tool, err)
+		return agent.MCPResult{}, s.redacted(s.callError(ctx, cctx, st, tool, err))
 	}
 	text := contentText(res.Content)
 	if text == "" && res.StructuredContent != nil {
@@ -196,7 +202,7 @@ func (c *Client) CallTool(ctx context.Context, serverName, tool string, args map
 			text = string(data)
 		}
 	}
-	return agent.MCPResult{Text: text, IsError: res.IsError}, nil
+	return agent.MCPResult{Text: s.redactor.Redact(text), IsError: res.IsError}, nil
 }
 
 // ReadResource reads a resource of a server.
@@ -209,14 +215,42 @@ func (c *Client) ReadResource(ctx context.Context, serverName, uri string) (agen
 	defer cancel()
 	res, err := st.sess.ReadResource(cctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
-		return agent.MCPResult{}, s.callError(ctx, cctx, st, "resources/read "+uri, err)
+		return agent.MCPResult{}, s.redacted(s.callError(ctx, cctx, st, "resources/read "+uri, err))
 	}
 	var parts []string
 	for _, rc := range res.Contents {
 		parts = append(parts, resourceText(rc))
 	}
-	return agent.MCPResult{Text: strings.Join(parts, "\n")}, nil
+	return agent.MCPResult{Text: s.redactor.Redact(strings.Join(parts, "\n"))}, nil
 }
+
+// redacted is err with the secrets the server could know taken out of
+// its message.
+func (s *server) redacted(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &redactedError{msg: s.redactor.Redact(err.Error()), err: err}
+}
+
+// unavailable is the error of a call whose server is down, crashed or
+// did not answer: agent.ErrMCPUnavailable, worded as msg.
+func unavailable(msg string) error { return unavailableError(msg) }
+
+type unavailableError string
+
+func (e unavailableError) Error() string        { return string(e) }
+func (e unavailableError) Is(target error) bool { return target == agent.ErrMCPUnavailable }
+
+// redactedError is an error whose message had secrets taken out; it still
+// unwraps to the error it words.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // connected returns the server named name and its session, started if
 // it was not yet.
@@ -334,8 +368,9 @@ func (st *state) alive() bool {
 
 // server is one configured server and its current session.
 type server struct {
-	cfg Server
-	c   *Client
+	cfg      Server
+	c        *Client
+	redactor *proc.Redactor
 
 	mu       sync.Mutex
 	st       *state
@@ -366,7 +401,7 @@ func (s *server) session(ctx context.Context) (*state, error) {
 	}
 	st, err := s.start(ctx)
 	if err != nil {
-		s.err, s.failedAt = fmt.Errorf("MCP server %q %s", s.cfg.Name, err), time.Now()
+		s.err, s.failedAt = unavailable(fmt.Sprintf("MCP server %q %s", s.cfg.Name, err)), time.Now()
 		s.c.warn(s.err.Error())
 		return nil, s.err
 	}
@@ -491,14 +526,14 @@ func (s *server) callError(ctx, cctx context.Context, st *state, what string, er
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case cctx.Err() != nil:
-		return fmt.Errorf("MCP server %q: %s did not answer within %s", s.cfg.Name, what, s.c.opts.CallTimeout)
+		return unavailable(fmt.Sprintf("MCP server %q: %s did not answer within %s", s.cfg.Name, what, s.c.opts.CallTimeout))
 	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || !st.alive():
 		st.broken.Store(true)
 		msg := fmt.Sprintf("MCP server %q stopped during %s (%s); it is started again on the next call", s.cfg.Name, what, clip.Line(err.Error(), 0))
 		if line := s.stderr.last(); line != "" {
 			msg += "; its stderr ends: " + line
 		}
-		return errors.New(msg)
+		return unavailable(msg)
 	}
 	return fmt.Errorf("MCP server %q: %s: %s", s.cfg.Name, what, clip.Line(err.Error(), 0))
 }

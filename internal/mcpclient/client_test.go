@@ -220,6 +220,9 @@ func TestBrokenServersNamed(t *testing.T) {
 	start := time.Now()
 	_, err := c.CallTool(ctx, "silent", "x", nil)
 	require.EqualError(t, err, errs["silent"])
+	require.ErrorIs(t, err, agent.ErrMCPUnavailable, "a server that is down is not the model's mistake")
+	_, err = c.CallTool(ctx, "self", "no-such-tool", nil)
+	require.NotErrorIs(t, err, agent.ErrMCPUnavailable, "an unknown tool is")
 	require.Less(t, time.Since(start), time.Second)
 	require.Len(t, warned, 4)
 
@@ -240,4 +243,25 @@ func TestStreamableHTTP(t *testing.T) {
 	res, err := c.ReadResource(ctx, "web", "test://notes/readme")
 	require.NoError(t, err)
 	require.Equal(t, "[resource test://notes/readme]\nthe notes", res.Text)
+}
+
+// What a server returns goes to the model and the history: the secrets it
+// was given in its env, and this process's that it could read, are
+// redacted from it.
+func TestResultsAreRedacted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	environ := append(os.Environ(), "TASKLOOM_TEST_KEY=sk-test-0123456789abcdef")
+	c := newClient(t, mcpclient.Opts{
+		Servers:  []mcpclient.Server{selfServer(t, "self", map[string]string{"SERVER_TOKEN": "tok-server-secret-value"})},
+		EnvAllow: []string{"PATH"},
+		Environ:  environ,
+	})
+	res, err := c.CallTool(ctx, "self", "env", map[string]any{"name": "SERVER_TOKEN"})
+	require.NoError(t, err)
+	require.NotContains(t, res.Text, "tok-server-secret-value")
+	require.Contains(t, res.Text, "REDACTED")
+	res, err = c.CallTool(ctx, "self", "echo", map[string]any{"text": "key sk-test-0123456789abcdef"})
+	require.NoError(t, err)
+	require.NotContains(t, res.Text, "sk-test-0123456789abcdef")
 }

@@ -125,15 +125,20 @@ func TestAgentWithBrokenServerGoesOn(t *testing.T) {
 		},
 		WarnFunc: func(msg string) { warned = append(warned, msg) },
 	})
-	res, history := runAgent(t, c,
-		call{agent.ToolUseMCPTool, map[string]any{"server_name": "broken", "tool_name": "query", "arguments": map[string]any{"sql": "select 1"}}},
+	// A server that is down is no mistake of the model's: as many calls
+	// to it in a row as the mistake limit (5) do not stop the
+	// conversation.
+	broken := func(sql string) call {
+		return call{agent.ToolUseMCPTool, map[string]any{"server_name": "broken", "tool_name": "query", "arguments": map[string]any{"sql": sql}}}
+	}
+	res, history := runAgent(t, c, broken("select 1"), broken("select 2"), broken("select 3"), broken("select 4"), broken("select 5"),
 		call{agent.ToolUseMCPTool, map[string]any{"server_name": "self", "tool_name": "echo", "arguments": map[string]any{"text": "still here"}}},
 	)
 	require.Equal(t, agent.ReasonCompleted, res.Reason, res.Detail)
 	results := toolResults(t, history)
-	require.Len(t, results, 3)
+	require.Len(t, results, 7)
 	require.Contains(t, results[0], `use_mcp_tool: MCP server "broken" (sh -c`)
 	require.Contains(t, results[0], "its stderr ends: cannot open database")
-	require.Equal(t, "still here", results[1])
+	require.Equal(t, "still here", results[5])
 	require.Len(t, warned, 1, "named once")
 }
