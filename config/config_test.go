@@ -138,6 +138,8 @@ func TestValidate(t *testing.T) {
 		}, `mcp.servers[0].env: must map environment variable names to values, got the name "A=B"`},
 		{"linear url", func(c *Config) { c.Integrations.Linear.URL = "api.linear.app/graphql" },
 			`integrations.linear.url: must be an http:// or https:// URL, got "api.linear.app/graphql"`},
+		{"linear url over plain http", func(c *Config) { c.Integrations.Linear.URL = "http://192.0.2.2:8080/graphql" },
+			`integrations.linear.url: must be https, or a loopback address: the API key is sent to it, got "http://192.0.2.2:8080/graphql"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

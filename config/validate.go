@@ -88,6 +88,10 @@ func (c Config) Validate() error {
 	}
 	if u := c.Integrations.Linear.URL; u != "" {
 		p.httpURL("integrations.linear.url", u)
+		// The Linear API key goes with every request.
+		if parsed, err := url.Parse(u); err == nil && parsed.Scheme == "http" && !llm.IsLoopback(parsed.Hostname()) {
+			p.add("integrations.linear.url", "must be https, or a loopback address: the API key is sent to it, got %q", RedactURL(u))
+		}
 	}
 
 	for i, g := range c.Worktree.Include {

@@ -193,7 +193,7 @@ func keySafe(base string) error {
 	if err != nil {
 		return fmt.Errorf("base URL %q: %w", base, err)
 	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
 		return fmt.Errorf("%w: refusing to send an API key over plain http to %s; use https, or a loopback address", ErrInsecureKey, u.Host)
 	}
 	return nil

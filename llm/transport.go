@@ -350,7 +350,7 @@ func (b *progressBody) Close() error {
 // checkKey refuses a request that would send a key over plain http to a
 // host other than loopback.
 func checkKey(req *http.Request) error {
-	if req.URL.Scheme != "http" || isLoopback(req.URL.Hostname()) {
+	if req.URL.Scheme != "http" || IsLoopback(req.URL.Hostname()) {
 		return nil
 	}
 	for _, h := range []string{"Authorization", "X-Api-Key", "Api-Key"} {
@@ -366,11 +366,14 @@ func checkKey(req *http.Request) error {
 // key over plain http to a host other than loopback.
 var ErrInsecureKey = errors.New("insecure API key transport")
 
-func isLoopback(host string) bool {
+// IsLoopback reports whether host (a name or an address, an IPv6 one
+// bracketed or not) names the loopback interface: where a key may go over
+// plain http, since it never leaves the machine.
+func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(host)
+	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
 }
 

@@ -9,7 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
+
+	"github.com/taskloom/taskloom/llm"
 )
 
 // ErrRemote is returned for a non-loopback address without AllowRemote.
@@ -29,19 +30,10 @@ func CheckAddr(addr string, allowRemote bool) error {
 	if err != nil {
 		return fmt.Errorf("--addr %q: want HOST:PORT, such as 127.0.0.1:7070", addr)
 	}
-	if isLoopback(host) || allowRemote {
+	if llm.IsLoopback(host) || allowRemote {
 		return nil
 	}
 	return fmt.Errorf("--addr %s: %w; pass --allow-remote to serve the run to the network (every request then needs the token printed at start)", addr, ErrRemote)
-}
-
-// isLoopback reports whether host names the loopback interface.
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // newToken returns 32 random bytes in hex.
@@ -75,7 +67,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			if err != nil {
 				host = r.Host
 			}
-			if !isLoopback(host) {
+			if !llm.IsLoopback(host) {
 				http.Error(w, "taskloom ui answers only to a loopback host name", http.StatusForbidden)
 				return
 			}

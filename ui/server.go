@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 )
@@ -117,7 +118,7 @@ func New(opts Opts) (*Server, error) {
 	}
 	host, _, _ := net.SplitHostPort(opts.Addr)
 	s := &Server{store: opts.Store, graph: g, runID: opts.RunID, resumeFlags: opts.ResumeFlags, poll: opts.PollInterval, workers: opts.WorkersFunc,
-		now: opts.NowFunc, log: opts.Logger, page: page, remote: !isLoopback(host), csrf: newToken(), layouts: map[string]cachedLayout{}}
+		now: opts.NowFunc, log: opts.Logger, page: page, remote: !llm.IsLoopback(host), csrf: newToken(), layouts: map[string]cachedLayout{}}
 	if s.poll <= 0 {
 		s.poll = 500 * time.Millisecond
 	}
