@@ -103,7 +103,7 @@ func (s *Syncer) Tasks(runID string, tasks []planner.Task) {
 	for _, t := range tasks {
 		s.want[key{runID, t.ID}] = t
 	}
-	s.pending++ // at least until the next pass says otherwise
+	s.pending = s.unsynced()
 	s.mu.Unlock()
 	select {
 	case s.kick <- struct{}{}:
@@ -144,7 +144,11 @@ func (s *Syncer) Drain(ctx context.Context) error {
 			// Waiting for a resume would not help: say what to fix.
 			return fmt.Errorf("linear sync: %d tasks not mirrored: %w", s.pending, s.lastErr)
 		}
-		return fmt.Errorf("linear sync: %d tasks not yet mirrored (%v); they catch up on resume", s.pending, s.lastErr)
+		why := "Linear has not answered yet"
+		if s.lastErr != nil {
+			why = s.lastErr.Error()
+		}
+		return fmt.Errorf("linear sync: %d tasks not yet mirrored (%s); they catch up on resume", s.pending, why)
 	}
 	return nil
 }
@@ -199,17 +203,24 @@ func (s *Syncer) loop(ctx context.Context) {
 	}
 }
 
+// unsynced counts the tasks whose issue is missing or not in the state
+// the task wants; the caller holds mu.
+func (s *Syncer) unsynced() int {
+	n := 0
+	for k, t := range s.want {
+		if st, ok := stateTypes[t.Status]; ok && s.synced[k] != s.states[st] || s.issues[k] == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // pass brings every task's issue to its wanted state; it stops at the
 // first failure, leaving the rest for the retry.
 func (s *Syncer) pass(ctx context.Context) (err error) {
 	defer func() {
 		s.mu.Lock()
-		s.pending = 0
-		for k, t := range s.want {
-			if st, ok := stateTypes[t.Status]; ok && s.synced[k] != s.states[st] || s.issues[k] == "" {
-				s.pending++
-			}
-		}
+		s.pending = s.unsynced()
 		s.mu.Unlock()
 	}()
 	if err := s.loadStates(ctx); err != nil {

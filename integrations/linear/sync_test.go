@@ -170,3 +170,29 @@ func TestUnfixableErrorsSayWhatToChange(t *testing.T) {
 		})
 	}
 }
+
+// A Linear that never answers: the run's end says how many tasks are not
+// mirrored, counted once each however often they were handed on, and why
+// in words, not "<nil>".
+func TestDrainOfASilentLinearCountsTasksOnce(t *testing.T) {
+	t.Parallel()
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-done:
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	s := linear.NewSyncer(linear.SyncOpts{Client: linear.NewClient(srv.URL, testKey), TeamID: lineartest.TeamID})
+	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() { close(done) })
+	for _, st := range []planner.Status{planner.StatusPending, planner.StatusInProgress, planner.StatusCompleted} {
+		s.Tasks("r1", tasks(st, "T1", "T2"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := s.Drain(ctx)
+	require.EqualError(t, err, "linear sync: 2 tasks not yet mirrored (Linear has not answered yet); they catch up on resume")
+}
