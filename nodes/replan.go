@@ -103,7 +103,7 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 	// escalations the replan keeps: the review node, run again after the
 	// replan, would ask again under other interrupt IDs, and they would be
 	// lost.
-	decided, err := recordedDecisions(res)
+	decided, err := RecordedDecisions(res)
 	if err != nil {
 		return nil, fmt.Errorf("replan run %s: %w", runID, err)
 	}
@@ -200,9 +200,9 @@ func keptEscalations(escs []Escalation, before map[string]planner.Task, after []
 	return out
 }
 
-// recordedDecisions returns the review decisions recorded for a run's
+// RecordedDecisions returns the review decisions recorded for a run's
 // escalations and not acted on yet, by task ID.
-func recordedDecisions(res graph.Result[State]) (map[string]Decision, error) {
+func RecordedDecisions(res graph.Result[State]) (map[string]Decision, error) {
 	out := map[string]Decision{}
 	for _, a := range res.Answered {
 		if a.Node != NodeEscalation {

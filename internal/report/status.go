@@ -2,9 +2,10 @@ package report
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -128,12 +129,9 @@ func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
 	if len(rep.Escalations) == 0 {
 		rep.Escalations = append(rep.Escalations, st.Escalations.Get()...)
 	}
-	for _, a := range head.Answered {
-		var p nodes.EscalationPayload
-		var d nodes.Decision
-		if a.Decode(&p) == nil && p.TaskID != "" && json.Unmarshal(a.Answer, &d) == nil {
-			rep.Decisions = append(rep.Decisions, Decided{TaskID: p.TaskID, Decision: d})
-		}
+	decided, _ := nodes.RecordedDecisions(head) // one that cannot be read is not shown
+	for _, id := range slices.Sorted(maps.Keys(decided)) {
+		rep.Decisions = append(rep.Decisions, Decided{TaskID: id, Decision: decided[id]})
 	}
 	return rep
 }

@@ -6,7 +6,6 @@ package review
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -65,12 +64,8 @@ type Review struct {
 func New(runID, repo, flags string, res graph.Result[nodes.State]) (*Review, error) {
 	rv := &Review{runID: runID, repo: repo, branch: res.State.Branch.Get(), flags: flags, tasks: res.State.Tasks.Values(),
 		decisions: map[string]nodes.Decision{}, recorded: map[string]nodes.Decision{}, notes: map[string]string{}}
-	for _, a := range res.Answered {
-		var p nodes.EscalationPayload
-		var d nodes.Decision
-		if a.Node == nodes.NodeEscalation && a.Decode(&p) == nil && json.Unmarshal(a.Answer, &d) == nil {
-			rv.recorded[p.TaskID] = d
-		}
+	if recorded, err := nodes.RecordedDecisions(res); err == nil {
+		rv.recorded = recorded
 	}
 	for _, in := range res.Interrupts {
 		if in.Node != nodes.NodeEscalation {
