@@ -67,12 +67,22 @@ type work struct {
 	// down; waitReason says why it waits.
 	waitUntil  time.Time
 	waitReason string
+	// modelSince is when the model call in flight started, zero when
+	// none is.
+	modelSince time.Time
 }
+
+// slowModelCall is how long a model call runs before the row says that
+// the worker waits for it rather than show the tool before it.
+const slowModelCall = 2 * time.Second
 
 // activityNow is what w shows at now: a wait for the provider counts down.
 func (w *work) activityNow(now time.Time) string {
 	if left := w.waitUntil.Sub(now); left > 0 {
 		return nodes.WaitSummary(left, w.waitReason)
+	}
+	if !w.modelSince.IsZero() && (now.Sub(w.modelSince) >= slowModelCall || w.activity == "") {
+		return agent.WaitingForModel
 	}
 	return w.activity
 }
@@ -249,27 +259,27 @@ func (v *View) Activity(a nodes.Activity) {
 		v.work[a.TaskID] = w
 	}
 	if a.Tool == "model" {
-		switch {
-		case a.Summary == agent.WaitingForModel:
-			w.activity = a.Summary
-		case w.activity == agent.WaitingForModel:
-			w.activity = "" // it replied: its tool calls follow
+		w.modelSince = time.Time{} // it replied: its tool calls follow
+		if a.Summary == agent.WaitingForModel {
+			w.modelSince = v.now()
 		}
 		w.usage.Add(a.Usage)
 		v.spent.Add(a.Usage)
 	} else {
-		w.waitUntil = time.Time{}
+		w.waitUntil, w.modelSince = time.Time{}, time.Time{}
 		if a.Tool == nodes.ActivityWait {
-			w.waitUntil, w.waitReason = v.now().Add(a.Wait), a.Reason
+			// The model call is tried again once the wait is over.
+			w.waitUntil, w.waitReason, w.modelSince = v.now().Add(a.Wait), a.Reason, v.now()
 		}
+		before := w.activity
 		w.activity = strings.TrimSpace(a.Tool + " " + a.Summary)
 		switch a.Tool {
 		case nodes.ActivityTests, "worker":
 			w.activity = a.Summary
 		case nodes.ActivityWait:
-			// The countdown shows the wait; the model call tried again
-			// comes after it.
-			w.activity = agent.WaitingForModel
+			// The countdown shows the wait, and the row the model call
+			// after it: the tool before them stays.
+			w.activity = before
 		}
 		if a.Worker != "" {
 			w.activity = a.Worker + ": " + w.activity

@@ -220,10 +220,12 @@ func TestModelCallInFlightShows(t *testing.T) {
 	v := New(&bytes.Buffer{}, Opts{RunID: "R1"})
 	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "write_to_file", Summary: "a.go"})
 	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "model", Summary: agent.WaitingForModel})
-	require.Equal(t, agent.WaitingForModel, v.work["T1"].activity)
+	w, start := v.work["T1"], v.now()
+	require.Equal(t, "write_to_file a.go", w.activityNow(start), "a quick call leaves the tool in view")
+	require.Equal(t, agent.WaitingForModel, w.activityNow(start.Add(3*time.Second)), "a slow one shows")
 	v.Activity(nodes.Activity{TaskID: "T1", Attempt: 1, Tool: "model", Summary: "turn 2", Usage: agent.Usage{InputTokens: 10}})
-	require.Empty(t, v.work["T1"].activity)
-	require.Equal(t, 10, v.work["T1"].usage.InputTokens)
+	require.Equal(t, "write_to_file a.go", w.activityNow(start.Add(3*time.Second)), "it replied")
+	require.Equal(t, 10, w.usage.InputTokens)
 }
 
 // A wait for the provider counts down in the worker's row.
