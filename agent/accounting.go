@@ -23,6 +23,9 @@ type Usage struct {
 	// Estimated: a call's provider reported no usage, so its tokens were
 	// counted locally.
 	Estimated bool `json:"estimated,omitempty"`
+	// Unreported: an agent CLI made model calls and reported no usage
+	// for them, so they are in none of the counts.
+	Unreported bool `json:"unreported,omitempty"`
 }
 
 // Add adds o to u.
@@ -34,14 +37,15 @@ func (u *Usage) Add(o Usage) {
 	u.CacheWriteTokens += o.CacheWriteTokens
 	u.CostUSD += o.CostUSD
 	u.Estimated = u.Estimated || o.Estimated
+	u.Unreported = u.Unreported || o.Unreported
 }
 
-// Sub returns u minus o: what was used since o was read. Estimated stays
-// u's.
+// Sub returns u minus o: what was used since o was read. Estimated and
+// Unreported stay u's.
 func (u Usage) Sub(o Usage) Usage {
 	return Usage{Calls: u.Calls - o.Calls, InputTokens: u.InputTokens - o.InputTokens, OutputTokens: u.OutputTokens - o.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens - o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - o.CacheWriteTokens,
-		CostUSD: u.CostUSD - o.CostUSD, Estimated: u.Estimated}
+		CostUSD: u.CostUSD - o.CostUSD, Estimated: u.Estimated, Unreported: u.Unreported}
 }
 
 // Tokens returns every token the calls processed: input, output and the

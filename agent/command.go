@@ -100,6 +100,9 @@ func (w *CommandWorker) Implement(ctx context.Context, job Job) (Outcome, error)
 	} else {
 		out.Summary = clip.Tail(strings.TrimSpace(res.Stdout), 4000)
 	}
+	// Its calls cost something all the same: say so rather than let the
+	// run's total read as complete.
+	out.Usage.Unreported = !cli.UsageReported
 	if w.opts.Accounting != nil && out.Usage != (Usage{}) {
 		w.opts.Accounting.Add(job.RunID, job.Task.ID, "", out.Usage)
 	}
@@ -131,6 +134,8 @@ type CLIOutput struct {
 	NumTurns     int
 	IsError      bool
 	Subtype      string
+	// UsageReported: the JSON had a cost or token counts.
+	UsageReported bool
 }
 
 // ParseCLIOutput reads `claude -p --output-format json` output (one JSON
@@ -185,6 +190,7 @@ func decodeCLI(data []byte) (CLIOutput, bool) {
 	if raw.Result != nil {
 		o.Result = *raw.Result
 	}
+	o.UsageReported = raw.TotalCostUSD != nil || raw.CostUSD != nil || raw.Usage != nil
 	switch {
 	case raw.TotalCostUSD != nil:
 		o.CostUSD = *raw.TotalCostUSD

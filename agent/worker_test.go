@@ -187,6 +187,9 @@ func TestCommandWorkerFailures(t *testing.T) {
 			require.Equal(t, tc.status, out.Status)
 			require.Contains(t, out.Detail, tc.detail)
 			require.Equal(t, tc.exit, *out.ExitCode)
+			// Output that is not the CLI's JSON tells nothing of what
+			// its calls used: the usage says so rather than read as 0.
+			require.True(t, out.Usage.Unreported, "usage of %q", tc.script)
 		})
 	}
 	_, err := agent.NewCommandWorker(agent.CommandWorkerOpts{})

@@ -18,6 +18,9 @@ type Usage struct {
 	// Estimated: the provider reported no usage, so the counts were made
 	// locally (one token per four bytes).
 	Estimated bool `json:"estimated"`
+	// Unreported: an agent CLI made model calls and reported no usage
+	// for them, so they are in none of the counts.
+	Unreported bool `json:"unreported,omitempty"`
 }
 
 // Add returns the sum of u and v.
@@ -25,16 +28,16 @@ func (u Usage) Add(v Usage) Usage {
 	return Usage{
 		InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
-		CostUSD: u.CostUSD + v.CostUSD, Estimated: u.Estimated || v.Estimated,
+		CostUSD: u.CostUSD + v.CostUSD, Estimated: u.Estimated || v.Estimated, Unreported: u.Unreported || v.Unreported,
 	}
 }
 
-// Sub returns what u used beyond v. Estimated stays u's.
+// Sub returns what u used beyond v. Estimated and Unreported stay u's.
 func (u Usage) Sub(v Usage) Usage {
 	return Usage{
 		InputTokens: u.InputTokens - v.InputTokens, OutputTokens: u.OutputTokens - v.OutputTokens,
 		CacheReadTokens: u.CacheReadTokens - v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens - v.CacheWriteTokens,
-		CostUSD: u.CostUSD - v.CostUSD, Estimated: u.Estimated,
+		CostUSD: u.CostUSD - v.CostUSD, Estimated: u.Estimated, Unreported: u.Unreported,
 	}
 }
 

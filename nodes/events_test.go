@@ -157,6 +157,10 @@ func TestUsageReport(t *testing.T) {
 	cli := NewUsageReport(llm.Usage{InputTokens: 5, CostUSD: 0.01}, "scripted:session.json")
 	require.NotNil(t, cli.CostUSD)
 	require.InDelta(t, 0.01, *cli.CostUSD, 1e-9)
+	// An agent CLI that reported nothing: the total says what it lacks.
+	silent := NewUsageReport(u.Add(llm.Usage{Unreported: true}), "anthropic:claude-sonnet-4-5")
+	require.True(t, silent.Unreported)
+	require.Equal(t, "1000 input, 100 output, 10 cache read, 1 cache write tokens (partly estimated: a provider reported no usage), $0.0123; not counted: the agent CLI's own calls (it reported no usage)", silent.String())
 }
 
 // A task that waits for its review says why in the run's summary, not

@@ -559,6 +559,7 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 	rec.ConversationID = out.ConversationID
 	rec.InputTokens, rec.OutputTokens, rec.CostUSD = out.Usage.InputTokens, out.Usage.OutputTokens, out.Usage.CostUSD
 	rec.CacheReadTokens, rec.CacheWriteTokens, rec.UsageEstimated = out.Usage.CacheReadTokens, out.Usage.CacheWriteTokens, out.Usage.Estimated
+	rec.UsageUnreported = out.Usage.Unreported
 	sha, changed, err := p.Repo.Commit(ctx, wt, fmt.Sprintf("%s: %s", id, task.Title))
 	if err != nil {
 		return AttemptResult{}, fmt.Errorf("implement %s: commit: %w", id, err)

@@ -19,6 +19,9 @@ type UsageReport struct {
 	CacheWriteTokens int      `json:"cache_write_tokens"`
 	CostUSD          *float64 `json:"cost_usd"`
 	Estimated        bool     `json:"estimated"`
+	// Unreported: an agent CLI reported no usage for its calls, which
+	// none of the counts include.
+	Unreported bool `json:"unreported"`
 }
 
 // NewUsageReport reports u, priced for the model spec. A cost that u
@@ -26,7 +29,7 @@ type UsageReport struct {
 // what its calls cost, in a model the price table need not know.
 func NewUsageReport(u llm.Usage, model string) UsageReport {
 	r := UsageReport{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
-		CacheWriteTokens: u.CacheWriteTokens, Estimated: u.Estimated}
+		CacheWriteTokens: u.CacheWriteTokens, Estimated: u.Estimated, Unreported: u.Unreported}
 	if _, ok := llm.PriceOf(model); ok || u.CostUSD > 0 {
 		cost := u.CostUSD
 		r.CostUSD = &cost
@@ -41,9 +44,14 @@ func (r UsageReport) String() string {
 		s += " (partly estimated: a provider reported no usage)"
 	}
 	if r.CostUSD != nil {
-		return s + fmt.Sprintf(", $%.4f", *r.CostUSD)
+		s += fmt.Sprintf(", $%.4f", *r.CostUSD)
+	} else {
+		s += ", no cost (the model is not in the price table)"
 	}
-	return s + ", no cost (the model is not in the price table)"
+	if r.Unreported {
+		s += "; not counted: the agent CLI's own calls (it reported no usage)"
+	}
+	return s
 }
 
 // What happened to a task, as the end of a run tells it.

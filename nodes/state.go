@@ -98,6 +98,7 @@ type Attempt struct {
 	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
 	CostUSD          float64 `json:"cost_usd,omitempty"`
 	UsageEstimated   bool    `json:"usage_estimated,omitempty"`
+	UsageUnreported  bool    `json:"usage_unreported,omitempty"`
 	// Tests is the verdict of the attempt's tests.
 	Tests *verify.Verdict `json:"tests,omitempty"`
 	// Diff is the attempt's diff against main, trimmed.
@@ -149,7 +150,7 @@ func RunUsage(s State) llm.Usage {
 // Usage returns the attempt's usage.
 func (a Attempt) Usage() llm.Usage {
 	return llm.Usage{InputTokens: a.InputTokens, OutputTokens: a.OutputTokens, CacheReadTokens: a.CacheReadTokens,
-		CacheWriteTokens: a.CacheWriteTokens, CostUSD: a.CostUSD, Estimated: a.UsageEstimated}
+		CacheWriteTokens: a.CacheWriteTokens, CostUSD: a.CostUSD, Estimated: a.UsageEstimated, Unreported: a.UsageUnreported}
 }
 
 // UnmarshalJSON reads an attempt record, also as checkpoints written

@@ -88,5 +88,5 @@ func (v *View) finalUsage(s nodes.State, status string) llm.Usage {
 		return recorded
 	}
 	return llm.Usage{InputTokens: seen.InputTokens, OutputTokens: seen.OutputTokens, CacheReadTokens: seen.CacheReadTokens,
-		CacheWriteTokens: seen.CacheWriteTokens, CostUSD: seen.CostUSD, Estimated: seen.Estimated}
+		CacheWriteTokens: seen.CacheWriteTokens, CostUSD: seen.CostUSD, Estimated: seen.Estimated, Unreported: seen.Unreported || recorded.Unreported}
 }

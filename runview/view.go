@@ -191,7 +191,7 @@ func (v *View) setMilestones(u nodes.State) {
 
 func agentUsage(u llm.Usage) agent.Usage {
 	return agent.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
-		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Estimated: u.Estimated}
+		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Estimated: u.Estimated, Unreported: u.Unreported}
 }
 
 // Graph is the graph's event sink.
