@@ -287,3 +287,25 @@ func TestCondenseNeverSplitsToolPairs(t *testing.T) {
 		}
 	}
 }
+
+// A server's text in the system prompt is bounded: a long description, a
+// huge schema and thousands of resources each take a bounded share.
+func TestMCPPromptIsBounded(t *testing.T) {
+	t.Parallel()
+	var resources []MCPResource
+	for i := range 5000 {
+		resources = append(resources, MCPResource{URI: fmt.Sprintf("file:///r/%d", i), Name: fmt.Sprint(i)})
+	}
+	big := []byte(`{"type":"object","description":"` + strings.Repeat("s", 20000) + `"}`)
+	p := mcpPrompt([]MCPServer{{Name: "wordy", Tools: []MCPTool{
+		{Name: "long", Description: strings.Repeat("d", 100000), InputSchema: []byte(`{"type":"object"}`)},
+		{Name: "schema", Description: "small", InputSchema: big},
+	}, Resources: resources}})
+	require.Less(t, len(p), 12000, "the prompt of one wordy server")
+	require.Contains(t, p, "- long: "+strings.Repeat("d", mcpDescriptionRunes)+"…\n")
+	require.Contains(t, p, `Input schema: {"type":"object"}`)
+	require.Contains(t, p, fmt.Sprintf("Input schema: too large to show (%d bytes)", len(big)))
+	require.Contains(t, p, "file:///r/99 (99)")
+	require.NotContains(t, p, "file:///r/100 ")
+	require.Contains(t, p, "- and 4900 more, not listed here\n")
+}

@@ -120,6 +120,16 @@ func (c *conv) mcpOutcome(res MCPResult) callOutcome {
 	return callOutcome{content: text}
 }
 
+// What one server may put in the system prompt. A server's text goes to
+// the model on every call of every attempt: one with a page-long
+// description per tool, or a resource per file of a large tree, would
+// crowd out the task. A tool's schema still checks its calls in full.
+const (
+	mcpDescriptionRunes = 2048
+	mcpSchemaBytes      = 8 << 10
+	mcpResources        = 100
+)
+
 // mcpPrompt describes the servers to the model: each connected server's
 // tools with their schemas and its resources, and each one that is down.
 func mcpPrompt(servers []MCPServer) string {
@@ -136,15 +146,22 @@ func mcpPrompt(servers []MCPServer) string {
 			b.WriteString("\n### Tools\n")
 		}
 		for _, t := range s.Tools {
-			fmt.Fprintf(&b, "- %s: %s\n", t.Name, strings.TrimSpace(t.Description))
-			if len(t.InputSchema) > 0 {
+			fmt.Fprintf(&b, "- %s: %s\n", t.Name, clip.Head(strings.TrimSpace(t.Description), mcpDescriptionRunes))
+			switch n := len(t.InputSchema); {
+			case n > mcpSchemaBytes:
+				fmt.Fprintf(&b, "    Input schema: too large to show (%d bytes); a call that does not match it is answered with what is wrong\n", n)
+			case n > 0:
 				fmt.Fprintf(&b, "    Input schema: %s\n", t.InputSchema)
 			}
 		}
 		if len(s.Resources) > 0 {
 			b.WriteString("\n### Resources\n")
 		}
-		for _, r := range s.Resources {
+		for i, r := range s.Resources {
+			if i == mcpResources {
+				fmt.Fprintf(&b, "- and %d more, not listed here\n", len(s.Resources)-i)
+				break
+			}
 			fmt.Fprintf(&b, "- %s (%s)", r.URI, r.Name)
 			if r.MIMEType != "" {
 				fmt.Fprintf(&b, " [%s]", r.MIMEType)
