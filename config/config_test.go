@@ -208,6 +208,11 @@ func TestRedactURL(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, RedactURL(tt.in), "RedactURL(%q)", tt.in)
 	}
+	// In a message, each URL as it is quoted there.
+	msg := `initialize: Post "http://u:***@h:1/mcp?token=abc": dial tcp h:1: refused; see https://x.test/?key=k1`
+	require.Equal(t, `initialize: Post "http://u:xxxxx@h:1/mcp?token=xxxxx": dial tcp h:1: refused; see https://x.test/?key=xxxxx`, RedactURLs(msg))
+	require.Equal(t, []string{"abc", "pw"}, URLSecrets("https://user:pw@mcp.example.com/mcp?token=abc&x=1"))
+	require.Empty(t, URLSecrets("https://mcp.example.com/mcp?x=1"))
 }
 
 func TestRedactedAndString(t *testing.T) {

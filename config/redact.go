@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"regexp"
 	"strings"
 )
@@ -11,7 +12,32 @@ const mask = "xxxxx"
 var (
 	queryPassword = regexp.MustCompile(`(?i)([?&](?:password|passwd|token|access_token|api_?key|key|secret)=)[^&#]*`)
 	dsnPassword   = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+	urlInText     = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
 )
+
+// RedactURLs applies RedactURL to each URL in text: an error message that
+// quotes the URL it was given, in whatever form.
+func RedactURLs(text string) string {
+	return urlInText.ReplaceAllStringFunc(text, RedactURL)
+}
+
+// URLSecrets returns the parts of a URL that RedactURL masks: the
+// password of its user info and the values of its query parameters that
+// name a password, token or key.
+func URLSecrets(s string) []string {
+	var out []string
+	for _, m := range queryPassword.FindAllStringSubmatchIndex(s, -1) {
+		if v := s[m[3]:m[1]]; v != "" {
+			out = append(out, v)
+		}
+	}
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // RedactURL masks the password of a URL or key=value DSN, and the values
 // of query parameters that name a password, token or key, so it can be

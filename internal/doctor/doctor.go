@@ -10,10 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +19,7 @@ import (
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/integrations/linear"
 	"github.com/taskloom/taskloom/internal/clip"
+	"github.com/taskloom/taskloom/internal/mcpclient"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/llm"
@@ -298,44 +296,31 @@ func runnerProblem(ctx context.Context, env []string, root string, argv []string
 	return ""
 }
 
-// checkMCP looks for each MCP server: a stdio server's command, and
-// whether an HTTP server's address answers. A server that is missing only
-// costs the agent its tools (a run still starts): a warning.
+// checkMCP starts each MCP server as a run would, with its handshake and
+// the listing of its tools: a command that is found may still fail to
+// start, and a port that answers may not speak MCP. A server that is down
+// only costs the agent its tools (a run still starts): a warning.
 func (r *report) checkMCP(ctx context.Context, cfg config.Config) {
-	for _, s := range cfg.MCP.Servers {
+	if len(cfg.MCP.Servers) == 0 {
+		return
+	}
+	opts := mcpclient.ConfigOpts(cfg)
+	opts.StartTimeout = mcpStartTimeout
+	c := mcpclient.New(opts)
+	defer c.Close()
+	for _, s := range c.Servers(ctx) {
 		name := "mcp " + s.Name
-		if len(s.Command) > 0 {
-			if _, err := exec.LookPath(s.Command[0]); err != nil {
-				r.add(name, "warn", "%s is not found: install it or fix mcp.servers (the agent runs without this server's tools)", s.Command[0])
-				continue
-			}
-			r.add(name, "ok", "%s", s.Command[0])
+		if s.Err != nil {
+			r.add(name, "warn", "%s (the agent runs without this server's tools until it starts)", clip.Line(s.Err.Error(), 0))
 			continue
 		}
-		u, err := url.Parse(s.URL)
-		if err != nil || u.Host == "" {
-			r.add(name, "warn", "%s is not a URL with a host", config.RedactURL(s.URL))
-			continue
-		}
-		port := u.Port()
-		if port == "" {
-			port = "80"
-			if u.Scheme == "https" {
-				port = "443"
-			}
-		}
-		host := net.JoinHostPort(u.Hostname(), port)
-		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
-		cancel()
-		if err != nil {
-			r.add(name, "warn", "%s does not answer (%v): the agent runs without this server's tools until it does", config.RedactURL(s.URL), err)
-			continue
-		}
-		_ = conn.Close()
-		r.add(name, "ok", "%s answers", config.RedactURL(s.URL))
+		r.add(name, "ok", "%d tools, %d resources", len(s.Tools), len(s.Resources))
 	}
 }
+
+// mcpStartTimeout bounds doctor's wait for a server: a run waits longer
+// (mcpclient's default), but a check should answer soon.
+const mcpStartTimeout = 10 * time.Second
 
 // checkLinear checks the Linear sync when it is on: the key, and that
 // Linear knows the team with it. A sync that cannot work leaves the run

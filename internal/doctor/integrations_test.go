@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/config"
@@ -14,13 +15,19 @@ import (
 	"github.com/taskloom/taskloom/internal/testkit"
 )
 
-// TestIntegrationsChecks: doctor has a line per MCP server (its command
-// found, its address answering) and one for the Linear sync when it is
+// TestIntegrationsChecks: doctor has a line per MCP server (started as a
+// run starts it, its tools listed) and one for the Linear sync when it is
 // on (the key set, the team known to Linear).
 func TestIntegrationsChecks(t *testing.T) {
 	repo := testkit.Repo(t, map[string]string{"a": "a"})
-	up := httptest.NewServer(http.NotFoundHandler())
+	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "doctor-test", Version: "1"}, nil)
+	mcp.AddTool(mcpServer, &mcp.Tool{Name: "echo", Description: "echoes"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil))
 	defer up.Close()
+	notMCP := httptest.NewServer(http.NotFoundHandler())
+	defer notMCP.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	down := "http://" + ln.Addr().String() + "/mcp"
@@ -44,19 +51,27 @@ func TestIntegrationsChecks(t *testing.T) {
 	}
 	cs := checks(func(c *config.Config) {
 		c.MCP.Servers = []config.MCPServer{
-			{Name: "sh", Command: []string{"sh"}},
+			// Found on PATH, yet no MCP server: it exits at once.
+			{Name: "true", Command: []string{"true"}},
 			{Name: "missing", Command: []string{"/nonexistent/mcp-server"}},
 			{Name: "web", URL: up.URL + "/mcp?token=s3cret"},
+			// A port that answers, but not in MCP.
+			{Name: "web404", URL: notMCP.URL + "/mcp?token=s3cret"},
 			{Name: "down", URL: down},
 		}
 	})
-	require.Equal(t, "ok", cs["mcp sh"].Level, cs["mcp sh"].Detail)
+	require.Equal(t, "warn", cs["mcp true"].Level, cs["mcp true"].Detail)
+	require.Contains(t, cs["mcp true"].Detail, "initialize")
 	require.Equal(t, "warn", cs["mcp missing"].Level)
-	require.Contains(t, cs["mcp missing"].Detail, "/nonexistent/mcp-server is not found")
+	require.Contains(t, cs["mcp missing"].Detail, "/nonexistent/mcp-server")
 	require.Equal(t, "ok", cs["mcp web"].Level, cs["mcp web"].Detail)
-	require.NotContains(t, cs["mcp web"].Detail, "s3cret")
+	require.Equal(t, "1 tools, 0 resources", cs["mcp web"].Detail)
+	require.Equal(t, "warn", cs["mcp web404"].Level, cs["mcp web404"].Detail)
 	require.Equal(t, "warn", cs["mcp down"].Level)
-	require.Contains(t, cs["mcp down"].Detail, "does not answer")
+	for _, c := range cs {
+		require.NotContains(t, c.Detail, "s3cret")
+		require.NotContains(t, c.Detail, "\n", "one line: %s", c.Name)
+	}
 	_, ok := cs["linear"]
 	require.False(t, ok, "no line while the sync is off")
 

@@ -128,7 +128,7 @@ func New(opts Opts) *Client {
 	for _, s := range opts.Servers {
 		// What a server returns may hold a secret: one it was given in
 		// its env, or one of this process's that it read (a .env file).
-		values := make([]string, 0, len(s.Env))
+		values := config.URLSecrets(s.URL)
 		for _, v := range s.Env {
 			values = append(values, v)
 		}
@@ -401,7 +401,10 @@ func (s *server) session(ctx context.Context) (*state, error) {
 	}
 	st, err := s.start(ctx)
 	if err != nil {
-		s.err, s.failedAt = unavailable(fmt.Sprintf("MCP server %q %s", s.cfg.Name, err)), time.Now()
+		// The error of an HTTP server's client quotes the URL it was given,
+		// a token in its query and all: it goes to the model's prompt.
+		msg := config.RedactURLs(fmt.Sprintf("MCP server %q %s", s.cfg.Name, err))
+		s.err, s.failedAt = unavailable(s.redactor.Redact(msg)), time.Now()
 		s.c.warn(s.err.Error())
 		return nil, s.err
 	}
@@ -591,11 +594,17 @@ func FromConfig(cfg config.Config, warnings io.Writer) *Client {
 	if len(cfg.MCP.Servers) == 0 {
 		return nil
 	}
+	opts := ConfigOpts(cfg)
+	opts.WarnFunc = func(msg string) { fmt.Fprintf(warnings, "taskloom: warning: %s\n", msg) }
+	return New(opts)
+}
+
+// ConfigOpts returns the options of a run's mcp.servers: stdio servers
+// get sandbox.env_allow plus their own env.
+func ConfigOpts(cfg config.Config) Opts {
 	var servers []Server
 	for _, s := range cfg.MCP.Servers {
 		servers = append(servers, Server{Name: s.Name, Command: append(slices.Clone(s.Command), s.Args...), Env: s.Env, URL: s.URL})
 	}
-	return New(Opts{Servers: servers, EnvAllow: cfg.Sandbox.EnvAllow, WarnFunc: func(msg string) {
-		fmt.Fprintf(warnings, "taskloom: warning: %s\n", msg)
-	}})
+	return Opts{Servers: servers, EnvAllow: cfg.Sandbox.EnvAllow}
 }

@@ -191,7 +191,8 @@ func TestBrokenServersNamed(t *testing.T) {
 			{Name: "missing", Command: []string{"taskloom-no-such-mcp-server"}},
 			{Name: "exits", Command: []string{"sh", "-c", "echo 'config file not found' >&2; exit 3"}},
 			{Name: "silent", Command: []string{"sh", "-c", "exec sleep 60"}},
-			{Name: "nohttp", URL: "http://127.0.0.1:1/mcp"},
+			// Its token would go to the model with the error.
+			{Name: "nohttp", URL: "http://u:pass-0123456789@127.0.0.1:1/mcp?token=tok-0123456789"},
 			selfServer(t, "self", nil),
 		},
 		StartTimeout: 2 * time.Second,
@@ -212,8 +213,11 @@ func TestBrokenServersNamed(t *testing.T) {
 	require.Contains(t, errs["missing"], "taskloom-no-such-mcp-server")
 	require.Contains(t, errs["exits"], "its stderr ends: config file not found")
 	require.Contains(t, errs["silent"], "did not answer within 2s")
-	require.Contains(t, errs["nohttp"], "at http://127.0.0.1:1/mcp failed at initialize")
+	require.Contains(t, errs["nohttp"], "at http://u:xxxxx@127.0.0.1:1/mcp?token=xxxxx failed at initialize")
+	require.NotContains(t, errs["nohttp"], "tok-0123456789")
+	require.NotContains(t, errs["nohttp"], "pass-0123456789")
 	require.Len(t, warned, 4)
+	require.NotContains(t, strings.Join(warned, "\n"), "0123456789")
 
 	// A failed server answers at once with the same error until
 	// RetryAfter, rather than being started on every call.
