@@ -53,8 +53,14 @@ func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
 		// A worktree whose .git was deleted must not fall through to the
 		// user's repository, which contains it.
 		"GIT_CEILING_DIRECTORIES="+filepath.Dir(dir),
+		// The objects can be added to, not deleted: git's automatic
+		// housekeeping after a commit, which repacks and deletes, could
+		// only fail there, with a warning in the worker's output.
+		"GIT_CONFIG_COUNT=2",
+		"GIT_CONFIG_KEY_0=maintenance.auto", "GIT_CONFIG_VALUE_0=false",
+		"GIT_CONFIG_KEY_1=gc.auto", "GIT_CONFIG_VALUE_1=0",
 	)
-	writable := []string{dir, gitDir, tmp, filepath.Join(m.commonDir, "objects")}
+	writable := []string{dir, gitDir, tmp}
 	// Of the refs, only the folder of the attempt's own task branches is
 	// writable: a worker commits there, and can move nothing else.
 	if b, ok := m.branches.Load(dir); ok {
@@ -69,8 +75,9 @@ func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
 	}
 	writable = append(writable, proc.CacheDirs(env)...)
 	return proc.Confinement{
-		Env:      env,
-		Sandbox:  &proc.Policy{Writable: writable, Network: o.Network},
+		Env: env,
+		// A worker's commits add objects; none of the history's may go.
+		Sandbox:  &proc.Policy{Writable: writable, AddOnly: []string{filepath.Join(m.commonDir, "objects")}, Network: o.Network},
 		Redactor: proc.NewRedactor(environ, o.EnvAllow, o.Secrets...),
 		TempDir:  tmp,
 	}, nil

@@ -143,11 +143,24 @@ git config core.hooksPath /tmp/evil; printenv; echo done`)
 	require.Contains(t, res.Stdout, "done")
 	require.NotContains(t, res.Output, "aws-secret-value-123")
 	require.NotContains(t, res.Stdout, "AWS_SECRET_ACCESS_KEY")
+	require.NotContains(t, res.Output, "maintenance.lock", "git commits without a housekeeping warning")
 	require.NoFileExists(t, filepath.Join(repo, "pwned"))
 	require.NoFileExists(t, filepath.Join(home, "pwned"))
 	require.Equal(t, "a\n", read(t, repo, "a.txt"))
 	require.NotContains(t, read(t, repo, ".git/config"), "evil")
 	require.FileExists(t, filepath.Join(cf.TempDir, "fine"))
+
+	// The history's objects, packed and loose, cannot be deleted, moved
+	// or truncated: the worker's commit above stays readable too.
+	gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "loose")
+	gitT(t, repo, "gc", "-q")
+	gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "a loose commit after the pack")
+	res = run(`o=$(git rev-parse --git-common-dir)/objects; rm -rf "$o"/pack 2>&1; rm -f "$o"/pack/* "$o"/??/* 2>&1;
+for f in "$o"/pack/*.pack; do mv "$f" "$f.x" 2>&1; chmod u+w "$f"; truncate -s 0 "$f" 2>&1; done; find "$o" -type f | wc -l; echo end`)
+	require.Contains(t, res.Stdout, "end")
+	require.Contains(t, res.Stdout, "Permission denied")
+	require.Empty(t, gitT(t, repo, "fsck", "--no-dangling", "--no-progress"), "the history is whole")
+	require.Equal(t, "work", gitT(t, repo, "log", "-1", "--format=%s", w.Branch))
 
 	// Without its .git, git in the worktree must not find the user's repo.
 	require.NoError(t, os.Remove(filepath.Join(w.Path, ".git")))

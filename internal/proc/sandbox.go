@@ -12,6 +12,12 @@ type Policy struct {
 	// change and delete things beneath; everywhere else is read-only.
 	// Paths that do not exist are left out.
 	Writable []string
+	// AddOnly lists directories the command may add files and folders
+	// beneath, and write what it added, but not delete or rename
+	// anything in, nor truncate: a store of files that are only ever
+	// added, such as git's objects. (Landlock cannot tell a new file from
+	// one that was there: writing into an existing file stays possible.)
+	AddOnly []string
 	// Network lets the command reach the network (and the host's
 	// loopback). Without it the command gets a loopback of its own.
 	Network bool

@@ -22,6 +22,7 @@ import (
 // helperSpec is what the parent tells the sandbox helper, in helperEnv.
 type helperSpec struct {
 	Writable []string `json:"writable"`
+	AddOnly  []string `json:"add_only,omitempty"`
 	// MountProc: the helper is PID 1 of a new PID namespace and mounts a
 	// /proc of its own.
 	MountProc bool `json:"mount_proc"`
@@ -74,7 +75,7 @@ func helperMain(raw string, args []string) error {
 		}
 	}
 	if spec.Landlock > 0 {
-		if err := landlockRestrict(spec.Landlock, spec.Writable); err != nil {
+		if err := landlockRestrict(spec.Landlock, spec.Writable, spec.AddOnly); err != nil {
 			return fmt.Errorf("landlock: %w", err)
 		}
 	}
@@ -126,10 +127,16 @@ func landlockWrites(abi int) uint64 {
 	return rights
 }
 
-// landlockRestrict confines this thread's writes to the writable paths.
-// Reading and executing stay allowed everywhere. From ABI 6 on, signals
-// and abstract unix sockets are scoped to the sandbox too.
-func landlockRestrict(abi int, writable []string) error {
+// landlockAdds are the rights beneath an add-only folder: new files and
+// folders, and writing them. Git writes an object as a temporary file
+// that it links to its name, in the same folder, which needs no more.
+const landlockAdds = unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+
+// landlockRestrict confines this thread's writes to the writable paths,
+// and to adding files beneath the add-only ones. Reading and executing
+// stay allowed everywhere. From ABI 6 on, signals and abstract unix
+// sockets are scoped to the sandbox too.
+func landlockRestrict(abi int, writable, addOnly []string) error {
 	writes := landlockWrites(abi)
 	attr := unix.LandlockRulesetAttr{Access_fs: writes}
 	if abi >= 6 {
@@ -140,12 +147,24 @@ func landlockRestrict(abi int, writable []string) error {
 		return fmt.Errorf("create ruleset: %w", errno)
 	}
 	defer unix.Close(int(fd))
+	type rule struct {
+		path   string
+		access uint64
+	}
+	var rules []rule
 	for _, p := range writable {
+		rules = append(rules, rule{p, writes})
+	}
+	for _, p := range addOnly {
+		rules = append(rules, rule{p, landlockAdds})
+	}
+	for _, r := range rules {
+		p := r.path
 		pfd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue // gone since the parent looked
 		}
-		access := writes
+		access := r.access
 		var st unix.Stat_t
 		if unix.Fstat(pfd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			// Rules on a file take only the rights that apply to files.
@@ -257,13 +276,19 @@ func sysProcAttr(namespaces, isolateNet bool) *syscall.SysProcAttr {
 func sandboxed(ctx context.Context, c Cmd, env []string) (*exec.Cmd, error) {
 	st := Probe()
 	spec := helperSpec{Landlock: st.Landlock, MountProc: st.Processes, Loopback: st.Processes && !c.Sandbox.Network}
-	for _, p := range append(slicesClone(c.Sandbox.Writable), "/dev") {
-		if abs, err := filepath.Abs(p); err == nil {
-			if _, err := os.Stat(abs); err == nil {
-				spec.Writable = append(spec.Writable, abs)
+	existing := func(paths []string) []string {
+		var out []string
+		for _, p := range paths {
+			if abs, err := filepath.Abs(p); err == nil {
+				if _, err := os.Stat(abs); err == nil {
+					out = append(out, abs)
+				}
 			}
 		}
+		return out
 	}
+	spec.Writable = existing(append(slicesClone(c.Sandbox.Writable), "/dev"))
+	spec.AddOnly = existing(c.Sandbox.AddOnly)
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
