@@ -3,8 +3,6 @@ package nodes
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/taskloom/taskloom/internal/proc"
@@ -59,15 +57,4 @@ func WorktreeDiff(ctx context.Context, dir string) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-// clearStaleLocks removes the index lock a killed git command left in a
-// try's worktree. Only the run that holds the lease works in that
-// worktree, so a lock there outlived its process.
-func clearStaleLocks(ctx context.Context, dir string) {
-	gitDir, err := gitOutput(ctx, dir, "rev-parse", "--absolute-git-dir")
-	if err != nil {
-		return
-	}
-	_ = os.Remove(filepath.Join(strings.TrimSpace(gitDir), "index.lock"))
 }

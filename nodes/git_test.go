@@ -4,32 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
-
-func TestClearStaleLocks(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	repo := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"}, {"worktree", "add", "-q", "-b", "b1", "wt"}} {
-		_, err := gitOutput(ctx, repo, args...)
-		require.NoError(t, err)
-	}
-	wt := filepath.Join(repo, "wt")
-	gitDir, err := gitOutput(ctx, wt, "rev-parse", "--absolute-git-dir")
-	require.NoError(t, err)
-	lock := filepath.Join(strings.TrimSpace(gitDir), "index.lock")
-	require.NoError(t, os.WriteFile(lock, nil, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(wt, "f"), []byte("x"), 0o644))
-	_, err = gitOutput(ctx, wt, "add", "f")
-	require.ErrorContains(t, err, "index.lock", "a stale lock blocks git")
-	clearStaleLocks(ctx, wt)
-	_, err = gitOutput(ctx, wt, "add", "f")
-	require.NoError(t, err)
-}
 
 // In a worktree whose .git a worker deleted, git finds no repository: it
 // does not fall through to the user's, which contains the worktree, to

@@ -482,9 +482,9 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 		resumed = false
 	}
 	if resumed {
-		clearStaleLocks(ctx, wt.Path)
-		// The worker that died may have left its HEAD detached mid-rebase:
-		// put back now, it is not this attempt's doing.
+		// The worker that died may have left git's locks, or its HEAD
+		// detached mid-rebase: put back now, it is not this attempt's
+		// doing.
 		if fixed, err := p.Repo.Repair(wt); err != nil {
 			return AttemptResult{}, fmt.Errorf("implement %s: %w", id, err)
 		} else if len(fixed) > 0 {

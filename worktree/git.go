@@ -44,6 +44,9 @@ type gitCmd struct {
 	stdin string
 	// timeout bounds the command; 0 means only ctx does.
 	timeout time.Duration
+	// outlive: the command runs to its end even if ctx ends or taskloom
+	// dies (see proc.Cmd.Outlive).
+	outlive bool
 }
 
 // gitEnvAllow lists what taskloom's own git commands keep of the
@@ -87,7 +90,7 @@ func GitEnvAt(dir string) []string {
 
 // run runs git and returns its stdout.
 func (m *Manager) run(ctx context.Context, c gitCmd) (string, error) {
-	cmd := proc.Cmd{Args: append([]string{"git"}, c.args...), Dir: c.dir, Env: append(m.env[:len(m.env):len(m.env)], c.env...), Timeout: c.timeout}
+	cmd := proc.Cmd{Args: append([]string{"git"}, c.args...), Dir: c.dir, Env: append(m.env[:len(m.env):len(m.env)], c.env...), Timeout: c.timeout, Outlive: c.outlive}
 	if c.stdin != "" {
 		cmd.Stdin = strings.NewReader(c.stdin)
 	}

@@ -234,17 +234,29 @@ func (m *Manager) restoreAdmin(w *Worktree, gitDir string) (changed []string, er
 }
 
 // Repair puts an attempt's worktree back in order after its process died
-// while the worker ran: the worktree's HEAD and commondir as restoreAdmin
-// wants them, and no rebase, merge or cherry-pick left half done. The
-// worker resumes there; what the dead worker did to them is not the
-// resumed attempt's doing, and Guard must not blame it on it. It returns
-// what it put back.
+// while the worker ran: no git lock left in its git folder or on its
+// branch, the worktree's HEAD and commondir as restoreAdmin wants them,
+// and no rebase, merge or cherry-pick left half done. The worker resumes
+// there; what the dead worker did to them is not the resumed attempt's
+// doing, and Guard must not blame it on it. It returns what it put back.
 func (m *Manager) Repair(w *Worktree) ([]string, error) {
 	gitDir, err := m.adminDir(w.Path)
 	if err != nil {
 		return nil, err
 	}
-	changed, err := m.restoreAdmin(w, gitDir)
+	// Only the run that holds the lease works in this worktree and on
+	// its branch, and it is starting: a lock there outlived its process.
+	var changed []string
+	for _, lock := range []string{
+		filepath.Join(gitDir, "index.lock"), filepath.Join(gitDir, "HEAD.lock"), filepath.Join(gitDir, "ORIG_HEAD.lock"),
+		m.refLock(w.Branch),
+	} {
+		if os.Remove(lock) == nil {
+			changed = append(changed, "the stale lock "+lock+" was removed")
+		}
+	}
+	admin, err := m.restoreAdmin(w, gitDir)
+	changed = append(changed, admin...)
 	for _, f := range []string{"rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "sequencer"} {
 		path := filepath.Join(gitDir, f)
 		if _, serr := os.Lstat(path); serr == nil {
@@ -253,6 +265,11 @@ func (m *Manager) Repair(w *Worktree) ([]string, error) {
 		}
 	}
 	return changed, err
+}
+
+// refLock is the lock file git makes while it updates a branch.
+func (m *Manager) refLock(branch string) string {
+	return filepath.Join(m.commonDir, filepath.FromSlash("refs/heads/"+branch)+".lock")
 }
 
 // samePath reports whether a and b name the same folder, links resolved.

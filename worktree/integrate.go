@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -56,9 +57,40 @@ func (e *ConflictError) Error() string {
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
-// maxRaces bounds how often Integrate starts over because main moved, or
-// its checkout was locked, while it worked.
+// maxRaces bounds how often Integrate starts over because main moved
+// while it worked.
 const maxRaces = 10
+
+// How long Integrate waits for a git lock in the way of moving main, and
+// how often it looks.
+var (
+	lockWait = time.Minute
+	lockPoll = 500 * time.Millisecond
+)
+
+// LockError is a git lock file in the way: git refuses to change the
+// repository while it is there.
+type LockError struct {
+	Path string
+}
+
+func (e *LockError) Error() string {
+	return fmt.Sprintf("git's lock file %s is in place: a git command is running in the repository, or one was killed before it could remove it; if none is running, delete the file", e.Path)
+}
+
+var lockExists = regexp.MustCompile(`Unable to create '([^']+\.lock)': File exists`)
+
+// lockOf returns the lock named in git's error, or nil.
+func lockOf(err error) *LockError {
+	if m := lockExists.FindStringSubmatch(err.Error()); m != nil {
+		return &LockError{Path: m[1]}
+	}
+	return nil
+}
+
+// moveTimeout bounds moving main, which runs on when taskloom is stopped:
+// a checkout of a large task's files takes seconds, not minutes.
+const moveTimeout = 10 * time.Minute
 
 // Integrate brings a committed attempt onto main, exactly once.
 //
@@ -72,7 +104,9 @@ const maxRaces = 10
 // `git update-ref` when main is checked out nowhere, `git merge --ff-only`
 // in the worktree that has it checked out otherwise, so that checkout's
 // files follow. If main moved meanwhile (another process), Integrate starts
-// over. If that checkout has local changes in the way, it returns a
+// over. If a git lock file is in the way (a git command of the user's, or
+// one killed), it waits for it up to a minute, then returns a *LockError
+// and main is unchanged. If that checkout has local changes in the way, it returns a
 // *DirtyError and main is unchanged. If main no longer contains the commit
 // the attempt started from (it was reset or rewritten), it returns a
 // *ResetError and main is unchanged.
@@ -88,14 +122,36 @@ func (m *Manager) Integrate(ctx context.Context, w *Worktree) (Result, error) {
 		return Result{}, fmt.Errorf("integrate %s: %w", w.ID(), err)
 	}
 	defer unlock()
-	for try := 1; try <= maxRaces; try++ {
+	var lockedSince time.Time
+	for try := 1; try <= maxRaces; {
 		res, raced, err := m.integrateOnce(ctx, w)
+		var lock *LockError
+		if errors.As(err, &lock) {
+			// A git command of the user's holds the lock, for as long
+			// as a commit's editor is open, or one was killed.
+			if lockedSince.IsZero() {
+				lockedSince = time.Now()
+				m.logger.InfoContext(ctx, "git's lock is in place; waiting for it", slog.String("attempt", w.ID()), slog.String("lock", lock.Path))
+			}
+			if time.Since(lockedSince) >= lockWait {
+				return res, err
+			}
+			t := time.NewTimer(lockPoll)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return Result{}, fmt.Errorf("integrate %s: %w", w.ID(), ctx.Err())
+			case <-t.C:
+			}
+			continue
+		}
 		if err != nil || !raced {
 			return res, err
 		}
-		m.logger.InfoContext(ctx, "main moved or was locked during integration, starting over",
+		m.logger.InfoContext(ctx, "main moved during integration, starting over",
 			slog.String("attempt", w.ID()), slog.Int("try", try))
 		t := time.NewTimer(time.Duration(try) * 10 * time.Millisecond)
+		try++
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -197,12 +253,14 @@ func (m *Manager) advanceMain(ctx context.Context, w *Worktree, old, next string
 	if err != nil {
 		return false, fmt.Errorf("integrate %s: %w", w.ID(), err)
 	}
-	var moveErr error
-	if checkout == "" {
-		_, moveErr = m.git(ctx, m.root, "update-ref", "-m", "taskloom: integrate "+w.ID(), m.mainRef, next, old)
-	} else {
-		_, moveErr = m.git(ctx, checkout, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "merge", "-q", "--ff-only", "--no-stat", next)
+	// Either command, once started, runs to its end whatever happens to
+	// taskloom: cut short, it would leave git's locks in the repository
+	// and, in a checkout, the files of the task half written.
+	move := gitCmd{dir: m.root, args: []string{"update-ref", "-m", "taskloom: integrate " + w.ID(), m.mainRef, next, old}, outlive: true, timeout: moveTimeout}
+	if checkout != "" {
+		move = gitCmd{dir: checkout, args: []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false", "merge", "-q", "--ff-only", "--no-stat", next}, outlive: true, timeout: moveTimeout}
 	}
+	_, moveErr := m.run(ctx, move)
 	if moveErr == nil {
 		return false, nil
 	}
@@ -210,8 +268,11 @@ func (m *Manager) advanceMain(ctx context.Context, w *Worktree, old, next string
 	if err != nil {
 		return false, fmt.Errorf("integrate %s: %w", w.ID(), err)
 	}
-	if now != old || strings.Contains(moveErr.Error(), "index.lock") {
-		return true, nil // another process moved main, or is busy in its checkout
+	if now != old {
+		return true, nil // another process moved main
+	}
+	if lock := lockOf(moveErr); lock != nil {
+		return false, fmt.Errorf("integrate %s: %w", w.ID(), lock)
 	}
 	if checkout != "" {
 		return false, fmt.Errorf("integrate %s: %w", w.ID(), dirtyError(checkout, m.mainBranch, moveErr))

@@ -94,6 +94,10 @@ func (m *Manager) CreateAt(ctx context.Context, run, taskID string, attempt int,
 		return nil, fmt.Errorf("create worktree %s: %w", w.ID(), ErrExists)
 	}
 	if !m.reuse(ctx, w) {
+		// The branch is this attempt's alone and does not exist yet: a
+		// lock on it is what a process killed while it added the
+		// worktree left, and would stop every later try.
+		_ = os.Remove(m.refLock(w.Branch))
 		m.adminMu.Lock()
 		if _, serr := os.Stat(filepath.Join(m.commonDir, "worktrees", filepath.Base(w.Path))); serr == nil {
 			// git has a record of this worktree but not its folder: a

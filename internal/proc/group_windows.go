@@ -3,4 +3,4 @@ package proc
 import "os/exec"
 
 // setGroup leaves the default: exec kills the process when ctx ends.
-func setGroup(*exec.Cmd) {}
+func setGroup(*exec.Cmd, bool) {}

@@ -41,6 +41,13 @@ type Cmd struct {
 	// Redactor hides secret values in every line handed to OnLine and in
 	// the result's output; nil hides nothing.
 	Redactor *Redactor
+	// Outlive lets the command run to its end when ctx ends or taskloom
+	// dies (Timeout still bounds it): for a short git command that
+	// changes the user's checkout, which a kill would leave half done.
+	// Its output goes through files, not pipes, so that it does not die
+	// writing to a pipe nobody reads (git shows progress on a long
+	// checkout); the lines reach OnLine when it ends.
+	Outlive bool
 }
 
 // Confinement is how the commands of one working directory run: the
@@ -85,6 +92,9 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 		return Result{ExitCode: -1}, errors.New("run: empty command")
 	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if c.Outlive {
+		runCtx = context.WithoutCancel(ctx)
+	}
 	if c.Timeout > 0 {
 		runCtx, cancel = context.WithTimeoutCause(ctx, c.Timeout, ErrTimeout)
 	}
@@ -104,10 +114,20 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	stdout := &stream{c: cap, own: newHeadTail(c.OutputLimit)}
 	stderr := &stream{c: cap, own: newHeadTail(c.OutputLimit)}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
+	var files *outputFiles
+	if c.Outlive {
+		if files, err = newOutputFiles(cmd); err != nil {
+			return Result{ExitCode: -1}, fmt.Errorf("run %s: %w", c.Args[0], err)
+		}
+		defer files.close()
+	}
 
 	start := time.Now()
 	countStart(c.Args[0])
 	err = cmd.Run()
+	if files != nil {
+		files.copyTo(stdout, stderr)
+	}
 	stdout.flush()
 	stderr.flush()
 	res := Result{
@@ -124,7 +144,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 		return res, fmt.Errorf("run %s: %w", c.Args[0], err)
 	}
 	res.ExitCode = cmd.ProcessState.ExitCode()
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && !c.Outlive {
 		return res, fmt.Errorf("run %s: %w", c.Args[0], context.Cause(ctx))
 	}
 	res.TimedOut = errors.Is(context.Cause(runCtx), ErrTimeout) && !cmd.ProcessState.Success()
@@ -153,8 +173,47 @@ func command(ctx context.Context, c Cmd) (*exec.Cmd, error) {
 	cmd := exec.CommandContext(ctx, path, c.Args[1:]...)
 	cmd.Args[0] = c.Args[0]
 	cmd.Env = env
-	setGroup(cmd)
+	setGroup(cmd, !c.Outlive)
 	return cmd, nil
+}
+
+// outputFiles hold a command's output in unlinked temp files, which it
+// writes directly, whatever becomes of taskloom.
+type outputFiles struct{ stdout, stderr *os.File }
+
+func newOutputFiles(cmd *exec.Cmd) (*outputFiles, error) {
+	var f outputFiles
+	for _, p := range []**os.File{&f.stdout, &f.stderr} {
+		file, err := os.CreateTemp("", "taskloom-output-")
+		if err != nil {
+			f.close()
+			return nil, err
+		}
+		_ = os.Remove(file.Name()) // the open files are all that is needed
+		*p = file
+	}
+	cmd.Stdout, cmd.Stderr = f.stdout, f.stderr
+	return &f, nil
+}
+
+// copyTo hands what the command wrote to the streams, once it ended.
+func (f *outputFiles) copyTo(stdout, stderr io.Writer) {
+	for _, p := range []struct {
+		file *os.File
+		w    io.Writer
+	}{{f.stdout, stdout}, {f.stderr, stderr}} {
+		if _, err := p.file.Seek(0, io.SeekStart); err == nil {
+			_, _ = io.Copy(p.w, p.file)
+		}
+	}
+}
+
+func (f *outputFiles) close() {
+	for _, file := range []*os.File{f.stdout, f.stderr} {
+		if file != nil {
+			_ = file.Close()
+		}
+	}
 }
 
 // lookPath finds a program in the PATH of env, as the command will.

@@ -297,7 +297,7 @@ func sandboxed(ctx context.Context, c Cmd, env []string) (*exec.Cmd, error) {
 	cmd.Args[0] = "taskloom-sandbox"
 	cmd.Env = append(withoutVar(env, helperEnv), helperEnv+"="+string(raw))
 	cmd.SysProcAttr = sysProcAttr(st.Processes, !c.Sandbox.Network)
-	setGroup(cmd)
+	setGroup(cmd, true)
 	return cmd, nil
 }
 
