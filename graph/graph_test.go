@@ -427,6 +427,39 @@ func TestCrashBetweenWritesAndCheckpoint(t *testing.T) {
 	})
 }
 
+// A run stopped in its first step, before any node finished (Ctrl-C
+// while the plan is made), goes on from START's nodes; it used to read as
+// done, with nothing run.
+func TestStoppedInTheFirstStep(t *testing.T) {
+	t.Parallel()
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
+		var calls atomic.Int32
+		g := graph.New[state]()
+		g.AddNode("plan", func(ctx context.Context, s state) (state, error) {
+			if calls.Add(1) == 1 {
+				<-ctx.Done()
+				return state{}, ctx.Err()
+			}
+			var u state
+			u.Log.Add("planned")
+			return u, nil
+		}, nil)
+		g.AddEdge(graph.START, "plan")
+		g.AddEdge("plan", graph.END)
+		run, err := g.Compile(&graph.CompileOpts{Saver: saver})
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(50*time.Millisecond, cancel)
+		_, err = run.Invoke(ctx, "first", state{}, nil)
+		require.Error(t, err)
+		res, err := run.Continue(context.Background(), "first", nil)
+		require.NoError(t, err)
+		require.Equal(t, int32(2), calls.Load())
+		require.Equal(t, graph.StatusDone, res.Status)
+		require.Equal(t, []string{"planned"}, res.State.Log.Items())
+	})
+}
+
 func TestRetryPolicyOnInjectedClock(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

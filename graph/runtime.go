@@ -642,6 +642,10 @@ func (t *thread[S]) invoke(ctx context.Context, input S, opts *RunOpts) (Result[
 		if err != nil {
 			return t.result(), err
 		}
+		// A run stopped in its first step goes on from here.
+		if cp.Next, err = encodeNext(next); err != nil {
+			return t.result(), err
+		}
 		if err := t.put(ctx, cp); err != nil {
 			return t.result(), err
 		}
