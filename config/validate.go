@@ -18,6 +18,14 @@ var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 // envName is what llm.api_key_env may name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// MaxWorkers bounds parallel_workers: each worker is a worktree, a
+// process and a model conversation, and the schedule estimate allocates
+// per worker.
+const MaxWorkers = 256
+
+// libpqDSN matches a libpq key=value connection string: "host=h user=u".
+var libpqDSN = regexp.MustCompile(`(?i)(^|\s)(host|hostaddr|port|dbname|user|password|passfile|sslmode|service|connect_timeout|application_name)\s*=`)
+
 // Validate checks every rule of the config and returns a *ValidationError
 // listing each broken one as a *KeyError, or nil.
 func (c Config) Validate() error {
@@ -32,6 +40,9 @@ func (c Config) Validate() error {
 	p.between("task_size_limits.complexity_threshold", t.ComplexityThreshold, 0, 13)
 
 	p.atLeast("parallel_workers", c.ParallelWorkers, 0)
+	if c.ParallelWorkers > MaxWorkers {
+		p.add("parallel_workers", "must be at most %d, got %d", MaxWorkers, c.ParallelWorkers)
+	}
 	p.atLeast("max_attempts", c.MaxAttempts, 1)
 	if _, err := llm.ParseSpec(c.Model); err != nil {
 		p = append(p, &KeyError{Key: "model", Rule: err.Error(), Err: err})
@@ -68,6 +79,10 @@ func (c Config) Validate() error {
 		if !slices.Contains([]string{"postgres", "postgresql", "sqlite", "file"}, strings.ToLower(scheme)) {
 			p.add("database.url", "must be empty, a postgres:// URL or a SQLite file path, got %q", RedactURL(u))
 		}
+	} else if libpqDSN.MatchString(u) {
+		// Taken for a SQLite path, it would make a file named after the
+		// password in the current folder.
+		p.add("database.url", "a key=value connection string is not supported: write it as a URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE")
 	}
 	p.positive("database.retry_for", c.Database.RetryFor)
 	p.atLeast("llm.max_tokens", c.LLM.MaxTokens, 1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/session"
 )
 
@@ -120,8 +121,8 @@ func newPlanCmd(a *app) *cobra.Command {
 					return a
 				},
 			}))
-			if cmd.Flags().Changed("workers") && opts.Workers < 1 {
-				return usageError("plan: --workers must be at least 1, got %d", opts.Workers)
+			if cmd.Flags().Changed("workers") && (opts.Workers < 1 || opts.Workers > config.MaxWorkers) {
+				return usageError("plan: --workers must be from 1 to %d, got %d", config.MaxWorkers, opts.Workers)
 			}
 			if err := opts.Validate(); err != nil {
 				return err
