@@ -110,3 +110,17 @@ func TestLockBranch(t *testing.T) {
 	require.NoError(t, err, "an ended run does not block the next")
 	unlock2()
 }
+
+// A new run integrates into the branch checked out; on a detached HEAD
+// there is none, and Open says so rather than pick "main".
+func TestOpenNeedsABranch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+	gitT(t, repo, "checkout", "-q", "--detach")
+	_, err := worktree.Open(ctx, repo, &worktree.Opts{NeedBranch: true})
+	require.ErrorContains(t, err, "HEAD is detached: check out the branch the run should integrate into")
+	m, err := worktree.Open(ctx, repo, &worktree.Opts{NeedBranch: true, MainBranch: "main"})
+	require.NoError(t, err, "a resumed run knows its branch")
+	require.Equal(t, "main", m.MainBranch())
+}

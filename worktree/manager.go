@@ -66,6 +66,10 @@ type Opts struct {
 	// Default: the branch checked out in repoDir, or "main" when its HEAD is
 	// detached.
 	MainBranch string
+	// NeedBranch: with MainBranch empty, a detached HEAD is an error
+	// rather than "main". A new run integrates into the branch the user
+	// has checked out, and there is none to pick.
+	NeedBranch bool
 	// AuthorName and AuthorEmail are the identity of the commits taskloom
 	// makes (default "taskloom" and "taskloom@localhost").
 	AuthorName  string
@@ -177,6 +181,8 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 		m.mainBranch = "main"
 		if b, err := m.git(ctx, m.root, "symbolic-ref", "-q", "--short", "HEAD"); err == nil && b != "" {
 			m.mainBranch = b
+		} else if opts.NeedBranch {
+			return nil, fmt.Errorf("open %s: HEAD is detached: check out the branch the run should integrate into", m.root)
 		}
 	}
 	m.mainRef = "refs/heads/" + m.mainBranch

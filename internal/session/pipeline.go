@@ -59,6 +59,9 @@ type Meta struct {
 	// and the head it started from (the runner records them).
 	TargetBranch string `json:"target_branch,omitempty"`
 	StartHead    string `json:"start_head,omitempty"`
+	// newRun: the run starts now, on the branch checked out, which there
+	// must be.
+	newRun bool
 }
 
 func NewRunID(now time.Time) string {
@@ -88,7 +91,7 @@ func (s *Session) Pipeline(ctx context.Context, runID, productPath string, meta 
 	cfg := s.Cfg
 	// A resumed run integrates into the branch it started on, whatever is
 	// checked out now.
-	repo, err := worktree.Open(ctx, s.Repo, &worktree.Opts{Include: cfg.Worktree.Include, MainBranch: meta.TargetBranch, Logger: s.Logger,
+	repo, err := worktree.Open(ctx, s.Repo, &worktree.Opts{Include: cfg.Worktree.Include, MainBranch: meta.TargetBranch, NeedBranch: meta.newRun, Logger: s.Logger,
 		// The workers run confined (below); where Landlock enforces it they
 		// cannot move refs, so the guard leaves the user's ref changes be.
 		ConfinedRefs: proc.Probe().Landlock > 0})

@@ -131,7 +131,7 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 			return Outcome{}, err
 		}
 	}
-	meta := Meta{Model: ResolveModelSpec(s.Cfg.Model, o.Dir, s.Repo), Workers: s.Cfg.ParallelWorkers, ConfigFile: configFile}
+	meta := Meta{Model: ResolveModelSpec(s.Cfg.Model, o.Dir, s.Repo), Workers: s.Cfg.ParallelWorkers, ConfigFile: configFile, newRun: true}
 	out := Outcome{RunID: NewRunID(time.Now())}
 	p, err := s.Pipeline(ctx, out.RunID, product, meta)
 	if err != nil {
