@@ -20,8 +20,9 @@ type UsageReport struct {
 	CostUSD          *float64 `json:"cost_usd"`
 	Estimated        bool     `json:"estimated"`
 	// Unreported: an agent CLI reported no usage for its calls, which
-	// none of the counts include.
-	Unreported bool `json:"unreported"`
+	// none of the counts include. Absent when false, so that the usage
+	// object keeps its documented keys.
+	Unreported bool `json:"unreported,omitempty"`
 }
 
 // NewUsageReport reports u, priced for the model spec. A cost that u

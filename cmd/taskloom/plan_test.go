@@ -101,7 +101,7 @@ func TestPlanErrors(t *testing.T) {
 		{"nothing to plan", []string{"plan"}, 2, "taskloom: plan: give a PRODUCT.md to break down, or --tasks RAW.json\n"},
 		{"both inputs", []string{"plan", "P.md", "--tasks", "t.json"}, 2, "taskloom: plan: give either a PRODUCT.md or --tasks RAW.json, not both\n"},
 		{"two formats", []string{"plan", "--tasks", "t.json", "--json", "--mermaid"}, 2, "taskloom: plan: --json and --mermaid cannot be used together\n"},
-		{"no workers", []string{"plan", "--tasks", "t.json", "--workers", "0"}, 2, "taskloom: plan: --workers must be at least 1, got 0\n"},
+		{"no workers", []string{"plan", "--tasks", "t.json", "--workers", "0"}, 2, "taskloom: plan: --workers must be from 1 to 256, got 0\n"},
 		{"two arguments", []string{"plan", "a.md", "b.md"}, 2, "taskloom: plan: accepts at most 1 arg(s), received 2; usage: taskloom plan [PRODUCT.md] [flags]\n"},
 		{"workers not a number", []string{"plan", "--tasks", "t.json", "--workers", "abc"}, 2, "taskloom: --workers wants a number, got \"abc\"\n"},
 		{"missing file", []string{"plan", "--tasks", "testdata/plan/nope.json", "--repo", repo}, 1,
