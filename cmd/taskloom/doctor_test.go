@@ -23,6 +23,18 @@ func TestDoctor(t *testing.T) {
 	require.Contains(t, errOut, "check(s) failed")
 	require.NoDirExists(t, filepath.Join(dir, ".taskloom"), "doctor only reads")
 
+	// A key bound for plain http to another machine: run refuses it at
+	// its start, and so does doctor.
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-doctor-test")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://10.255.255.1:8080")
+	code, out, _ = taskloom(t, "doctor", "--repo", dir)
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "FAIL model")
+	require.Contains(t, out, "refusing to send an API key over plain http to 10.255.255.1:8080")
+	require.NotContains(t, out, "sk-ant-doctor-test")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+
 	// With a scripted model it can, and it says what the sandbox enforces.
 	session := filepath.Join(t.TempDir(), "s.json")
 	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": []}`), 0o644))

@@ -189,6 +189,10 @@ func (r *report) checkModel(cfg config.Config) {
 	case llm.ProviderOpenAI:
 		key = "OPENAI_API_KEY"
 	default:
+		if err := buildsModel(cfg); err != nil {
+			r.add("model", "fail", "%v", err)
+			return
+		}
 		r.add("model", "ok", "%s (sends a key only from llm.api_key_env)", spec)
 		return
 	}
@@ -202,7 +206,19 @@ func (r *report) checkModel(cfg config.Config) {
 		r.add("model", "fail", "%s needs %s: export it (it never reaches output, logs, checkpoints or histories)", spec, key)
 		return
 	}
+	if err := buildsModel(cfg); err != nil {
+		r.add("model", "fail", "%v", err)
+		return
+	}
 	r.add("model", "ok", "%s, %s is set", spec, key)
+}
+
+// buildsModel builds the model as a run does, which calls nothing: what a
+// run refuses at its start (a key bound for plain http, say), doctor
+// reports too.
+func buildsModel(cfg config.Config) error {
+	_, err := llm.New(context.Background(), cfg.Model, session.LLMOpts(cfg, nil))
+	return err
 }
 
 func (r *report) checkVerify(ctx context.Context, cfg config.Config, root string) {
