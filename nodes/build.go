@@ -444,7 +444,7 @@ func (p *Pipeline) revertCulprits(ctx context.Context, s State) (State, error) {
 		return u, fmt.Errorf("revert culprits: %w", err)
 	}
 	var sha string
-	if present[fmt.Sprintf("%s/revert/%d", run, n)] {
+	if present[fmt.Sprintf("%s/revert/%d", run, n)] != "" {
 		// Integrated before a crash: the branch's head is the revert.
 		if sha, err = p.Repo.Head(ctx); err != nil {
 			return u, fmt.Errorf("revert culprits: %w", err)

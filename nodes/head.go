@@ -77,7 +77,7 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 	now := r.Pipeline.now()
 	for _, key := range st.Integrated.Items() {
 		rec, ok := st.Attempts.Get(key)
-		if !ok || rec.Integrated == "" || present[trailerOf(runID, key, rec)] {
+		if !ok || rec.Integrated == "" || present[trailerOf(runID, key, rec)] != "" {
 			continue
 		}
 		rec.Error = fmt.Sprintf("its commit %s is gone from %s (reset or rewritten); the task is redone", short(rec.Integrated), st.Branch.Get())

@@ -122,19 +122,20 @@ func (v *View) plain(format string, args ...any) {
 	fmt.Fprintf(v.w, "%s %s\n", v.now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-// Started shows the run's start: its ID first, then its target
-// branch and workers. A resumed run says so.
-func (v *View) Started(product, repo, branch string, resumed bool) {
+// Started shows the run's start: its ID first, with how it started
+// ("resumed", "forked from …") when it is not new, then its target branch
+// and workers.
+func (v *View) Started(product, repo, branch, how string) {
 	v.mu.Lock()
 	ev := v.tr.Event(nodes.EventRunStarted)
 	ev.TargetBranch, ev.Workers = branch, v.opts.Workers
 	v.emit(ev)
 	if !v.opts.JSON {
-		how := ""
-		if resumed {
-			how = " (resumed)"
+		line := "run " + v.opts.RunID
+		if how != "" {
+			line += " (" + how + ")"
 		}
-		v.println(fmt.Sprintf("run %s%s", v.opts.RunID, how))
+		v.println(line)
 		if product != "" {
 			v.println(fmt.Sprintf("product %s, repo %s", product, repo))
 		}

@@ -196,10 +196,10 @@ func TestStoppedStepIsNoError(t *testing.T) {
 func TestStartedWithQueueWorkers(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	New(&out, Opts{RunID: "R1", Workers: 0}).Started("", "", "main", false)
+	New(&out, Opts{RunID: "R1", Workers: 0}).Started("", "", "main", "")
 	require.Contains(t, out.String(), "integrating into branch main with the queue's taskloom worker processes\n")
 	out.Reset()
-	New(&out, Opts{RunID: "R1", Workers: 2}).Started("", "", "main", false)
+	New(&out, Opts{RunID: "R1", Workers: 2}).Started("", "", "main", "")
 	require.Contains(t, out.String(), "integrating into branch main with 2 worker(s)\n")
 }
 

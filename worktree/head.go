@@ -86,19 +86,21 @@ func (m *Manager) checkContains(_ context.Context, run, recorded, head string) e
 
 // IntegratedAttempts returns the attempts whose trailer
 // ("Taskloom-Task: RUN/TASK/N") is in the target branch's history, as
-// "RUN/TASK/N". Trailers survive a rebase or a cherry-pick, so an attempt
-// whose commit was rewritten still counts.
-func (m *Manager) IntegratedAttempts(ctx context.Context) (map[string]bool, error) {
+// "RUN/TASK/N", each with the newest commit that carries it. Trailers
+// survive a rebase or a cherry-pick, so an attempt whose commit was
+// rewritten still counts.
+func (m *Manager) IntegratedAttempts(ctx context.Context) (map[string]string, error) {
 	out, err := m.git(ctx, m.root, "log", "--fixed-strings", "--grep="+TrailerKey+": ",
-		"--format=%(trailers:key="+TrailerKey+",valueonly,separator=%x00)", m.mainRef, "--")
+		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x00)", m.mainRef, "--")
 	if err != nil {
 		return nil, fmt.Errorf("list the attempts on %s: %w", m.mainBranch, err)
 	}
-	found := make(map[string]bool)
+	found := make(map[string]string)
 	for line := range strings.SplitSeq(out, "\n") {
-		for v := range strings.SplitSeq(line, "\x00") {
-			if v = strings.TrimSpace(v); v != "" {
-				found[v] = true
+		sha, trailers, _ := strings.Cut(line, "\x00")
+		for v := range strings.SplitSeq(trailers, "\x00") {
+			if v = strings.TrimSpace(v); v != "" && found[v] == "" {
+				found[v] = sha
 			}
 		}
 	}

@@ -72,7 +72,7 @@ func TestCheckHeadAndIntegratedAttempts(t *testing.T) {
 	require.NoError(t, m.CheckHead(ctx, "r1", res.Commit))
 	got, err := m.IntegratedAttempts(ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[string]bool{"r1/T1/1": true}, got)
+	require.Equal(t, map[string]string{"r1/T1/1": res.Commit}, got)
 
 	gitT(t, repo, "reset", "-q", "--hard", start)
 	err = m.CheckHead(ctx, "r1", res.Commit)

@@ -144,7 +144,7 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 	defer release()
 	metaJSON, _ := json.Marshal(meta)
 	out.View = s.show(o.View, out.RunID, meta)
-	out.View.Started(product, s.Repo, p.Repo.MainBranch(), false)
+	out.View.Started(product, s.Repo, p.Repo.MainBranch(), "")
 	warnSandbox(o.Warn)
 	ctx, opts := watched(ctx, out.View)
 	out.Result, err = s.driven(p).Start(ctx, nodes.Run{ID: out.RunID, ProductPath: product, Repo: s.Repo, Meta: metaJSON}, opts)
@@ -205,19 +205,22 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	if o.From == "" && !o.AcceptHead && run.Status == nodes.RunCompleted {
 		// Nothing is left to run: only the sync catches up.
 		out.View = s.show(o.View, run.ID, meta)
-		out.View.Started("", "", meta.TargetBranch, true)
+		out.View.Started("", "", meta.TargetBranch, "resumed")
 		out.Result, err = s.catchUp(ctx, run.ID)
 		return out, err
 	}
+	how := "resumed"
 	if o.From != "" {
 		step, err := strconv.ParseInt(o.From, 10, 64)
 		if err != nil {
 			return out, err
 		}
+		source := run.ID
 		if run.ID, err = s.fork(ctx, run, meta, step); err != nil {
 			return out, err
 		}
 		out.RunID = run.ID
+		how = fmt.Sprintf("forked from %s at checkpoint %d", source, step)
 	}
 	p, err := s.Pipeline(ctx, run.ID, run.ProductPath, meta)
 	if err != nil {
@@ -229,7 +232,7 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	}
 	defer release()
 	v := s.show(o.View, run.ID, meta)
-	v.Started("", "", p.Repo.MainBranch(), true)
+	v.Started("", "", p.Repo.MainBranch(), how)
 	warnSandbox(o.Warn)
 	runner := s.driven(p)
 	if o.AcceptHead {
@@ -293,8 +296,12 @@ func (s *Session) fork(ctx context.Context, run nodes.Run, meta Meta, step int64
 	if err := g.Fork(ctx, run.ID, step, newID); err != nil {
 		return "", fmt.Errorf("fork run %s at checkpoint %d: %w", run.ID, step, err)
 	}
-	// The fork has its own worktrees and trailers.
+	// The fork has its own worktrees and trailers; what the source did
+	// after the checkpoint, on the branch and in flight, is settled.
 	if _, err := g.UpdateState(ctx, newID, "", nodes.State{RunID: graph.V(newID)}); err != nil {
+		return "", err
+	}
+	if _, err := s.Runner(p).AdoptFork(ctx, newID, run.ID); err != nil {
 		return "", err
 	}
 	fork := run

@@ -1,0 +1,92 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/store/sqlite"
+)
+
+// TestForkAfterADamagedCheckpoint follows the way on that a damaged
+// checkpoint's error names: a fork of the checkpoint before it. The run
+// was killed right after it integrated a task, so the damaged checkpoint
+// is the one that would have recorded that. The fork completes that task
+// with the commit already on main, rather than fail its try for a
+// worktree it does not have, redo it as "no change", or integrate it
+// twice; and the tries the source had in flight are dropped, costing no
+// attempt.
+func TestForkAfterADamagedCheckpoint(t *testing.T) {
+	bin, ref := killSetup(t)
+	dir, runID := killCrashDemo(t, bin, "", "integrate:after")
+	head := damageHead(t, filepath.Join(dir, ".taskloom", "taskloom.db"), runID)
+
+	res := killExec(t, bin, dir, "", killResumeArgs(runID, dir, "")...)
+	require.Equal(t, exitError, res.Code, "resume of the damaged run: %s", res)
+	m := regexp.MustCompile(`taskloom resume ` + runID + ` --from (\d+)`).FindStringSubmatch(res.Stderr)
+	require.NotNil(t, m, "the error names the way on: %s", res)
+	require.Equal(t, fmt.Sprint(head-1), m[1])
+
+	res = killExec(t, bin, dir, "", killResumeArgs(runID, dir, "", "--from", m[1])...)
+	require.Equal(t, exitOK, res.Code, "the fork: %s", res)
+	m = regexp.MustCompile(`run (\S+) \(forked from `+runID+` at checkpoint `+m[1]+`\)`).FindStringSubmatch(res.Stdout)
+	require.NotNil(t, m, "the fork says what it is: %s", res)
+	fork := m[1]
+	require.NotEqual(t, runID, fork)
+
+	res = killExec(t, bin, dir, "", "status", fork, "--repo", dir, "--json")
+	require.Equal(t, exitOK, res.Code, "status: %s", res)
+	var st struct {
+		Status   string   `json:"status"`
+		NoChange []string `json:"no_change"`
+		Tasks    struct {
+			Completed int `json:"completed"`
+		} `json:"tasks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Stdout), &st))
+	require.Equal(t, "completed", st.Status)
+	require.Equal(t, len(killTasks), st.Tasks.Completed)
+	require.Empty(t, st.NoChange, "a task integrated by the source is not 'no change' in the fork")
+	require.Equal(t, ref.Tree, killGit(t, dir, "ls-tree", "-r", "main"), "main's tree differs from the uninterrupted run's")
+
+	// Each task once on main: the first by the source, the rest by the
+	// fork.
+	counts := map[string]int{}
+	for line := range strings.SplitSeq(killGit(t, dir, "log", "main", "--format=%(trailers:key=Taskloom-Task,valueonly,separator=%x0A)"), "\n") {
+		if parts := strings.Split(strings.TrimSpace(line), "/"); len(parts) == 3 {
+			require.Contains(t, []string{runID, fork}, parts[0], line)
+			counts[parts[1]]++
+		}
+	}
+	for _, task := range killTasks {
+		require.Equal(t, 1, counts[task], "trailers of %s on main: %v", task, counts)
+	}
+	require.Equal(t, ref.Packages, killGoTest(t, dir), "packages tested on main")
+}
+
+// damageHead replaces run runID's newest checkpoint with bytes that
+// decode as nothing, in the SQLite store at db, and returns its step.
+func damageHead(t *testing.T, db, runID string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := session.OpenStore(ctx, db, &session.StoreOpts{SkipMigrate: true})
+	require.NoError(t, err)
+	defer s.Close()
+	sv, ok := s.(*sqlite.Driver)
+	require.True(t, ok, "a SQLite store")
+	var head int64
+	require.NoError(t, sv.DB().QueryRowContext(ctx, `SELECT head FROM threads WHERE thread_id = ?`, runID).Scan(&head))
+	_, err = sv.DB().ExecContext(ctx, `UPDATE checkpoints SET deltas = ?1,
+		snapshot = CASE WHEN snapshot IS NULL THEN NULL ELSE ?1 END WHERE thread_id = ?2 AND step = ?3`, []byte{0x00, 0xff}, runID, head)
+	require.NoError(t, err)
+	return head
+}
