@@ -38,7 +38,7 @@ func TestForkAfterADamagedCheckpoint(t *testing.T) {
 
 	res = killExec(t, bin, dir, "", killResumeArgs(runID, dir, "", "--from", m[1])...)
 	require.Equal(t, exitOK, res.Code, "the fork: %s", res)
-	m = regexp.MustCompile(`run (\S+) \(forked from `+runID+` at checkpoint `+m[1]+`\)`).FindStringSubmatch(res.Stdout)
+	m = regexp.MustCompile(`run (\S+) \(forked from ` + runID + ` at checkpoint ` + m[1] + `\)`).FindStringSubmatch(res.Stdout)
 	require.NotNil(t, m, "the fork says what it is: %s", res)
 	fork := m[1]
 	require.NotEqual(t, runID, fork)
