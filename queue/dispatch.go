@@ -23,6 +23,8 @@ type DispatcherOpts struct {
 	Config json.RawMessage
 	// Lease is how long a worker's hold lasts without renewal; 30s when 0.
 	Lease time.Duration
+	// Project names the run's repository, as jobs carry it.
+	Project string
 	// Poll is how often the job is looked at while it runs; 250ms when 0.
 	Poll   time.Duration
 	Logger *slog.Logger
@@ -63,7 +65,7 @@ func NewDispatcher(db Store, opts *DispatcherOpts) (*Dispatcher, error) {
 // Dispatch implements nodes.Dispatcher.
 func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progress func(nodes.Activity)) (nodes.AttemptResult, error) {
 	args := Args{RunID: job.RunID, TaskID: job.Task.ID, Attempt: job.Attempt, Job: job,
-		Model: d.opts.Model, Config: d.opts.Config, Lease: d.opts.Lease}
+		Model: d.opts.Model, Config: d.opts.Config, Lease: d.opts.Lease, Project: d.opts.Project}
 	ins, err := d.client.Insert(ctx, args, nil)
 	if err != nil {
 		return nodes.AttemptResult{}, fmt.Errorf("queue attempt %s/%s/%d: %w", job.RunID, job.Task.ID, job.Attempt, err)

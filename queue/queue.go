@@ -58,6 +58,9 @@ type Args struct {
 	Config json.RawMessage `json:"config"`
 	// Lease is how long a worker's hold lasts without renewal.
 	Lease time.Duration `json:"lease"`
+	// Project names the run's repository (worktree.Manager.Project): a
+	// worker in a clone of another takes none of its attempts.
+	Project string `json:"project,omitempty"`
 }
 
 // Kind implements river.JobArgs.

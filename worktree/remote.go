@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -96,6 +98,38 @@ var fetchSeq atomic.Int64
 func (m *Manager) HasCommit(ctx context.Context, sha string) bool {
 	_, err := m.git(ctx, m.root, "cat-file", "-e", sha+"^{commit}")
 	return err == nil
+}
+
+// Project names the repository's history by the oldest commit of the
+// target branch, which every clone of it shares whatever its remotes are
+// called; "" when this clone cannot tell (a shallow one, whose oldest
+// commit is a cut).
+func (m *Manager) Project(ctx context.Context) string {
+	if _, err := os.Stat(filepath.Join(m.commonDir, "shallow")); err == nil {
+		return ""
+	}
+	out, err := m.git(ctx, m.root, "rev-list", "--max-parents=0", m.mainRef)
+	if err != nil {
+		return ""
+	}
+	roots := strings.Fields(out)
+	if len(roots) == 0 {
+		return ""
+	}
+	slices.Sort(roots)
+	return roots[0]
+}
+
+// SameProject reports whether project (Project of another clone) may be
+// this repository's: its commit is here, or one of them cannot tell.
+func (m *Manager) SameProject(ctx context.Context, project string) bool {
+	if project == "" {
+		return true
+	}
+	if _, err := os.Stat(filepath.Join(m.commonDir, "shallow")); err == nil {
+		return true
+	}
+	return m.HasCommit(ctx, project)
 }
 
 // Adopt points a fresh attempt worktree, made at its base, at the commit a

@@ -48,3 +48,27 @@ func TestRemoteThatStopsAnsweringTimesOut(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 }
+
+// Clones of one repository share its Project, whatever their remotes are
+// called; another repository's is not theirs; a shallow clone cannot
+// tell, and takes any.
+func TestProject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := setup(t, "a", map[string]string{"a.txt": "a\n"})
+	gitT(t, a, "commit", "-q", "--allow-empty", "-m", "second")
+	b := filepath.Join(t.TempDir(), "b")
+	gitT(t, a, "clone", "-q", a, b)
+	other := setup(t, "other", map[string]string{"other.txt": "another project\n"})
+	shallow := filepath.Join(t.TempDir(), "shallow")
+	gitT(t, a, "clone", "-q", "--depth=1", "file://"+a, shallow)
+
+	pa := open(t, a, nil).Project(ctx)
+	require.Len(t, pa, 40)
+	require.Equal(t, pa, open(t, b, nil).Project(ctx))
+	require.True(t, open(t, b, nil).SameProject(ctx, pa))
+	require.False(t, open(t, other, nil).SameProject(ctx, pa))
+	require.True(t, open(t, other, nil).SameProject(ctx, ""), "a job that names none")
+	require.Empty(t, open(t, shallow, nil).Project(ctx))
+	require.True(t, open(t, shallow, nil).SameProject(ctx, pa))
+}

@@ -40,7 +40,8 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 	if err != nil {
 		return nil, err
 	}
-	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: meta.Model, Config: cfg, Lease: s.Cfg.Worker.Lease.Duration, Logger: s.Logger})
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: meta.Model, Config: cfg, Lease: s.Cfg.Worker.Lease.Duration,
+		Project: p.Repo.Project(ctx), Logger: s.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +168,11 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	}
 	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Logger: s.Logger,
 		Run: func(ctx context.Context, a queue.Args) (res nodes.AttemptResult, err error) {
+			if !repo.SameProject(ctx, a.Project) {
+				// A run of another repository that shares the
+				// database: its own workers take it.
+				return nodes.AttemptResult{}, queue.ErrElsewhere
+			}
 			say := func(format string, args ...any) {
 				if o.Out != nil {
 					outMu.Lock()
