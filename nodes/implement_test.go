@@ -177,10 +177,13 @@ func TestImplementNoChange(t *testing.T) {
 // When main moves under an attempt so that it no longer applies, the
 // attempt fails with the conflicting files and is redone on the new main;
 // out of attempts, it is escalated as a conflict.
+// A try whose integration conflicts with main is redone on the new main
+// without counting against max_attempts, up to freeConflicts times; a
+// conflict beyond that counts, and can escalate.
 func TestIntegrateConflict(t *testing.T) {
 	t.Parallel()
-	for _, maxAttempts := range []int{1, 2} {
-		t.Run(fmt.Sprintf("max_attempts=%d", maxAttempts), func(t *testing.T) {
+	for _, always := range []bool{false, true} {
+		t.Run(fmt.Sprintf("user_commits_always=%v", always), func(t *testing.T) {
 			t.Parallel()
 			dir := newTestRepo(t, nil)
 			calc := "// Package calc adds.\npackage calc\n\n" + strings.TrimPrefix(addGo, "package calc\n\n")
@@ -188,15 +191,14 @@ func TestIntegrateConflict(t *testing.T) {
 			t1 := task("T1", "Add", nil, "calc/add_test.go")
 			t1.FilesToModify = []string{"calc/calc.go"}
 			p := newTestPipeline(t, dir, w, planOf(t1))
-			p.MaxAttempts = maxAttempts
-			var once sync.Once
+			p.MaxAttempts = 1
+			commits := 0
 			p.CrashFunc = func(point string) {
-				if point == "integrate:before" {
+				if point == "integrate:before" && (always || commits == 0) {
 					// The user commits on main meanwhile.
-					once.Do(func() {
-						testkit.WriteFiles(t, dir, map[string]string{"calc/calc.go": "// Package calc is the user's.\npackage calc\n"})
-						gitT(t, dir, "commit", "-q", "-am", "user change")
-					})
+					commits++
+					testkit.WriteFiles(t, dir, map[string]string{"calc/calc.go": fmt.Sprintf("// Package calc is the user's (%d).\npackage calc\n", commits)})
+					gitT(t, dir, "commit", "-q", "-am", "user change")
 				}
 			}
 			h := newHarness(t, dir, p, storetest.NewMemory(t))
@@ -204,12 +206,13 @@ func TestIntegrateConflict(t *testing.T) {
 			first, _ := res.State.Attempts.Get("T1/1")
 			require.Equal(t, []string{"calc/calc.go"}, first.Conflicts)
 			require.Contains(t, first.Error, "merge conflict with main in calc/calc.go")
-			if maxAttempts == 1 {
+			require.Contains(t, logText(res.State), "T1 attempt 1 conflicts with main in calc/calc.go; redone on the new main (not counted against max_attempts)")
+			if always {
 				require.Equal(t, RunPaused, status)
 				ps := payloads(t, res)
 				require.Len(t, ps, 1)
 				require.Equal(t, ReasonConflict, ps[0].Reason)
-				require.Equal(t, "refs/taskloom/attempts/run-1/T1/1", ps[0].Ref)
+				require.Equal(t, "refs/taskloom/attempts/run-1/T1/3", ps[0].Ref)
 				require.Empty(t, trailers(t, dir))
 				return
 			}

@@ -166,6 +166,21 @@ func (p *Pipeline) failAttempt(ctx context.Context, u *State, tasks []planner.Ta
 	return tasks, escs, nil
 }
 
+// freeConflicts is how many of a task's tries may conflict with main, each
+// redone without counting against max_attempts, before a conflict counts.
+const freeConflicts = 2
+
+// conflictsOf counts the task's tries that conflicted with main.
+func conflictsOf(s State, id string) int {
+	n := 0
+	for _, a := range s.Attempts.Values() {
+		if a.TaskID == id && len(a.Conflicts) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // integrateBatch integrates the batch's passing attempts into the target
 // branch through worktree/, each exactly once (by its trailer), in batch
 // order. A conflict fails the attempt with the conflicting files. The
@@ -210,6 +225,19 @@ func (p *Pipeline) integrateBatch(ctx context.Context, s State) (State, error) {
 			rec.Conflicts = conflicts
 			failure = "merge conflict with main in " + strings.Join(conflicts, ", ") + "; main moved on: redo the task on the new main"
 			reason = ReasonConflict
+			if conflictsOf(s, id) < freeConflicts {
+				// Another task's change met it: not its failure. It is
+				// redone on the new main, uncounted, a bounded number
+				// of times, in case its own try keeps causing it.
+				rec.Error = failure
+				if tasks, err = scheduler.Requeue(tasks, id, failure); err != nil {
+					return u, err
+				}
+				u.Attempts.Put(key, rec)
+				u.Log.Add(p.entry(id, "%s attempt %d conflicts with main in %s; redone on the new main (not counted against max_attempts)",
+					id, rec.Attempt, strings.Join(conflicts, ", ")))
+				continue
+			}
 		}
 		if failure != "" {
 			if tasks, escs, err = p.failAttempt(ctx, &u, tasks, escs, &rec, wt, failure, reason); err != nil {

@@ -82,6 +82,19 @@ func Fail(tasks []planner.Task, id, reason string) (out []planner.Task, escalate
 	return out, escalate, err
 }
 
+// Requeue makes an in-progress task pending again without counting the
+// attempt: what went wrong was not the task's doing (its integration met
+// another task's change), and it is redone on the new head.
+func Requeue(tasks []planner.Task, id, reason string) ([]planner.Task, error) {
+	return change(tasks, id, "requeue", func(t *planner.Task) bool {
+		if t.Status != planner.StatusInProgress {
+			return false
+		}
+		t.Status, t.Error = planner.StatusPending, reason
+		return true
+	})
+}
+
 // Skip marks a pending, blocked or failed task skipped. Its dependents become
 // blocked unless they are skipped too.
 func Skip(tasks []planner.Task, id string) ([]planner.Task, error) {
