@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/scheduler"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -61,9 +62,23 @@ type Accepted struct {
 // task selection. Nothing on the branch is changed.
 func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error) {
 	var acc Accepted
-	st, ok, err := r.latest(ctx, runID)
-	if err != nil || !ok {
+	g, err := r.Runnable()
+	if err != nil {
 		return acc, err
+	}
+	res, err := g.State(ctx, runID, -1)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return acc, nil
+	}
+	if err != nil {
+		return acc, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	st := res.State
+	// The pending review step is dropped below: the decisions recorded
+	// for it are applied here, or they would be lost.
+	decided, err := RecordedDecisions(res)
+	if err != nil {
+		return acc, fmt.Errorf("accept the head of run %s: %w", runID, err)
 	}
 	repo := r.Pipeline.Repo
 	if acc.Head, err = repo.Head(ctx); err != nil {
@@ -75,6 +90,7 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 	}
 	var u State
 	now := r.Pipeline.now()
+	tasks := tasksOf(st)
 	for _, key := range st.Integrated.Items() {
 		rec, ok := st.Attempts.Get(key)
 		if !ok || rec.Integrated == "" || present[trailerOf(runID, key, rec)] != "" {
@@ -83,22 +99,44 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 		rec.Error = fmt.Sprintf("its commit %s is gone from %s (reset or rewritten); the task is redone", short(rec.Integrated), st.Branch.Get())
 		rec.Integrated = ""
 		u.Attempts.Put(key, rec)
-		if t, ok := st.Tasks.Get(rec.TaskID); ok && t.Status == planner.StatusCompleted {
+		if t := findTask(tasks, rec.TaskID); t != nil && t.Status == planner.StatusCompleted {
 			t.Status, t.Error = planner.StatusPending, ""
-			u.Tasks.Put(t.ID, t)
 			acc.Redo = append(acc.Redo, t.ID)
 		}
 	}
-	for _, t := range st.Tasks.Values() {
-		if t.Status == planner.StatusInProgress {
+	for i := range tasks {
+		if t := &tasks[i]; t.Status == planner.StatusInProgress {
 			t.Status = planner.StatusPending
-			u.Tasks.Put(t.ID, t)
 			acc.Abandoned = append(acc.Abandoned, t.ID)
 		}
 	}
+	var waiting []Escalation
+	var reviewed []string
+	for _, e := range st.Escalations.Get() {
+		d, ok := decided[e.TaskID]
+		switch {
+		case !ok:
+			waiting = append(waiting, e)
+			continue
+		case d.Action == ActionAbort:
+			return acc, fmt.Errorf("run %s has a review decision to abort it (%s): resume it without --accept-head, and it ends", runID, e.TaskID)
+		}
+		if tasks, err = ApplyDecision(tasks, e.TaskID, d); err != nil {
+			return acc, fmt.Errorf("accept the head of run %s: %w", runID, err)
+		}
+		reviewed = append(reviewed, strings.TrimSuffix(fmt.Sprintf("review: %s %s: %s", d.Action, e.TaskID, d.Note), ": "))
+	}
+	if len(reviewed) > 0 {
+		tasks = scheduler.Propagate(tasks)
+		u.Escalations.Set(waiting)
+		for _, line := range reviewed {
+			u.Log.Add(Entry{Time: now, Text: line})
+		}
+	}
+	putChanged(&u, st, tasks)
 	slices.Sort(acc.Redo)
 	slices.Sort(acc.Abandoned)
-	if len(acc.Redo) == 0 && len(acc.Abandoned) == 0 && len(st.Batch.Get()) == 0 {
+	if len(acc.Redo) == 0 && len(acc.Abandoned) == 0 && len(reviewed) == 0 && len(st.Batch.Get()) == 0 {
 		reset := repo.CheckHead(ctx, runID, st.Head.Get())
 		if reset == nil {
 			return acc, nil // nothing to take: the run goes on as it was
@@ -120,10 +158,6 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 		text += "; tries in flight dropped: " + strings.Join(acc.Abandoned, ", ")
 	}
 	u.Log.Add(Entry{Time: now, Text: text})
-	g, err := r.Runnable()
-	if err != nil {
-		return acc, err
-	}
 	// As if a review had just ended: the run goes on from task selection,
 	// and the pending step (the tries in flight) is dropped.
 	if _, err := g.UpdateState(ctx, runID, NodeEscalation, u); err != nil {

@@ -287,3 +287,37 @@ func TestE2EReadOnlyCommandsCreateNothing(t *testing.T) {
 		require.Equal(t, []string{"PRODUCT.md"}, listAll(t, dir), "commands outside a repo created files")
 	})
 }
+
+// A review decision recorded before main was reset is applied by resume
+// --accept-head, not dropped with the review step it answered.
+func TestE2EAcceptHeadKeepsReviewDecisions(t *testing.T) {
+	skipShort(t)
+	forEachStore(t, func(t *testing.T, db []string) {
+		dir := commandRepo(t, func(c map[string]any) {
+			c["max_attempts"] = 1
+			c["parallel_workers"] = 1
+			// T1 fails its tests whatever it does.
+			c["verify"] = map[string]any{"command": []string{"sh", "-c", "test ! -e T1.txt"}}
+		})
+		code, stdout, stderr := taskloom(t, append([]string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, db...)...)
+		require.Equal(t, exitReview, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		id := runID(t, stdout)
+		git(t, dir, "reset", "-q", "--hard", "HEAD~1")
+
+		code, stdout, stderr = taskloom(t, append([]string{"review", id, "--repo", dir, "--task", "T1", "--action", "skip"}, db...)...)
+		require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+		resume := append([]string{"resume", id, "--repo", dir}, db...)
+		code, _, stderr = taskloom(t, resume...)
+		require.Equal(t, exitError, code, stderr)
+		require.Contains(t, stderr, "--accept-head")
+
+		code, stdout, stderr = taskloom(t, append(resume, "--accept-head")...)
+		require.Equal(t, exitPartial, code, "the skip is applied\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+		code, stdout, _ = taskloom(t, append([]string{"status", id, "--repo", dir, "--json"}, db...)...)
+		require.Equal(t, exitOK, code)
+		st := statusJSON(t, stdout)
+		require.Equal(t, "partial", st["status"])
+		require.Equal(t, 1.0, st["tasks"].(map[string]any)["skipped"])
+		require.Equal(t, 3.0, st["tasks"].(map[string]any)["completed"])
+	})
+}
