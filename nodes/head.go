@@ -110,21 +110,13 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 			acc.Abandoned = append(acc.Abandoned, t.ID)
 		}
 	}
-	var waiting []Escalation
-	var reviewed []string
-	for _, e := range st.Escalations.Get() {
-		d, ok := decided[e.TaskID]
-		switch {
-		case !ok:
-			waiting = append(waiting, e)
-			continue
-		case d.Action == ActionAbort:
-			return acc, fmt.Errorf("run %s has a review decision to abort it (%s): resume it without --accept-head, and it ends", runID, e.TaskID)
-		}
-		if tasks, err = ApplyDecision(tasks, e.TaskID, d); err != nil {
-			return acc, fmt.Errorf("accept the head of run %s: %w", runID, err)
-		}
-		reviewed = append(reviewed, strings.TrimSuffix(fmt.Sprintf("review: %s %s: %s", d.Action, e.TaskID, d.Note), ": "))
+	tasks, waiting, reviewed, err := applyDecisions(tasks, st.Escalations.Get(), decided)
+	var abort *abortError
+	if errors.As(err, &abort) {
+		return acc, fmt.Errorf("run %s has a review decision to abort it (%s): resume it without --accept-head, and it ends", runID, abort.task)
+	}
+	if err != nil {
+		return acc, fmt.Errorf("accept the head of run %s: %w", runID, err)
 	}
 	if len(reviewed) > 0 {
 		tasks = scheduler.Propagate(tasks)

@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -107,21 +108,13 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 	if err != nil {
 		return nil, fmt.Errorf("replan run %s: %w", runID, err)
 	}
-	var waiting []Escalation
-	var reviewed []string
-	for _, e := range keptEscalations(s.Escalations.Get(), before, tasks) {
-		d, ok := decided[e.TaskID]
-		switch {
-		case !ok:
-			waiting = append(waiting, e)
-			continue
-		case d.Action == ActionAbort:
-			return nil, fmt.Errorf("run %s has a review decision to abort it (%s): resume it, and it ends, rather than replan it", runID, e.TaskID)
-		}
-		if tasks, err = ApplyDecision(tasks, e.TaskID, d); err != nil {
-			return nil, err
-		}
-		reviewed = append(reviewed, strings.TrimSuffix(fmt.Sprintf("review: %s %s: %s", d.Action, e.TaskID, d.Note), ": "))
+	tasks, waiting, reviewed, err := applyDecisions(tasks, keptEscalations(s.Escalations.Get(), before, tasks), decided)
+	var abort *abortError
+	if errors.As(err, &abort) {
+		return nil, fmt.Errorf("run %s has a review decision to abort it (%s): resume it, and it ends, rather than replan it", runID, abort.task)
+	}
+	if err != nil {
+		return nil, err
 	}
 	tasks = scheduler.Propagate(tasks)
 	rp.Tasks = tasks
@@ -199,6 +192,34 @@ func keptEscalations(escs []Escalation, before map[string]planner.Task, after []
 	}
 	return out
 }
+
+// applyDecisions applies the decisions recorded for escs to tasks, where
+// the review step that would have acted on them is set aside (a replan,
+// an accepted head). It returns the escalations without a decision, and a
+// line per decision applied; an abort is an *abortError, for the caller
+// to word.
+func applyDecisions(tasks []planner.Task, escs []Escalation, decided map[string]Decision) (_ []planner.Task, waiting []Escalation, reviewed []string, err error) {
+	for _, e := range escs {
+		d, ok := decided[e.TaskID]
+		switch {
+		case !ok:
+			waiting = append(waiting, e)
+			continue
+		case d.Action == ActionAbort:
+			return tasks, nil, nil, &abortError{task: e.TaskID}
+		}
+		if tasks, err = ApplyDecision(tasks, e.TaskID, d); err != nil {
+			return tasks, nil, nil, err
+		}
+		reviewed = append(reviewed, strings.TrimSuffix(fmt.Sprintf("review: %s %s: %s", d.Action, e.TaskID, d.Note), ": "))
+	}
+	return tasks, waiting, reviewed, nil
+}
+
+// abortError is a recorded decision to abort the run.
+type abortError struct{ task string }
+
+func (e *abortError) Error() string { return "a review decision to abort the run (" + e.task + ")" }
 
 // RecordedDecisions returns the review decisions recorded for a run's
 // escalations and not acted on yet, by task ID.
