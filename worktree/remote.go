@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+
+	"github.com/taskloom/taskloom/internal/proc"
 )
 
 // BaseRef is where a run publishes the commit an attempt starts from, on
@@ -29,6 +31,16 @@ func (m *Manager) HasRemote(ctx context.Context, name string) bool {
 	}
 	_, err := m.git(ctx, m.root, "config", "--get", "remote."+name+".url")
 	return err == nil
+}
+
+// HasRemoteIn reports whether the repository at dir has the named remote,
+// without opening a Manager there.
+func HasRemoteIn(ctx context.Context, dir, name string) bool {
+	if name == "" {
+		return false
+	}
+	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "config", "--get", "remote." + name + ".url"}, Dir: dir, Env: GitEnvAt(dir)})
+	return err == nil && res.ExitCode == 0
 }
 
 // Push sets ref on the remote to the commit sha, whatever it was before:

@@ -71,13 +71,14 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 // MarkWorkers names, on each of a run's in-flight attempts, the worker
 // process that holds it (host:pid) and what that worker says it is doing,
 // from the leases in the database; an attempt no worker holds is queued.
-// A SQLite store has none: ws is left as it is.
-func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.WorkerStatus) error {
+// A SQLite store has none, and a run whose repo has no worker.remote
+// queues nothing (it runs its attempts itself): ws is left as it is.
+func (s *Session) MarkWorkers(ctx context.Context, run nodes.Run, ws []nodes.WorkerStatus) error {
 	db := s.queue()
-	if db == nil {
+	if db == nil || !worktree.HasRemoteIn(ctx, run.Repo, s.Cfg.Worker.Remote) {
 		return nil
 	}
-	leases, err := db.Leases(ctx, runID)
+	leases, err := db.Leases(ctx, run.ID)
 	if err != nil {
 		return err
 	}
