@@ -64,7 +64,7 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	}
 	defer func() { _ = p.Repo.Remove(context.WithoutCancel(ctx), wt) }()
 	p.crash("build:before")
-	failure, err := p.checkBuild(ctx, wt.Path)
+	failure, byBuild, err := p.check(ctx, wt.Path, false)
 	if err != nil {
 		return u, err
 	}
@@ -98,7 +98,7 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	if len(keys) == 0 {
 		keys = s.Integrated.Items()
 	}
-	b := &bisection{p: p, s: s, u: &u, wt: wt, head: head}
+	b := &bisection{p: p, s: s, u: &u, wt: wt, head: head, buildOnly: byBuild}
 	c, err := b.run(ctx, keys, failure)
 	if err != nil {
 		return u, fmt.Errorf("build verification: %w", err)
@@ -170,10 +170,17 @@ func (p *Pipeline) ownHeadPasses(ctx context.Context, s State, dir, own string) 
 // checkBuild runs the build command and the verify command in dir and
 // returns the failure, or "".
 func (p *Pipeline) checkBuild(ctx context.Context, dir string) (string, error) {
+	failure, _, err := p.check(ctx, dir, false)
+	return failure, err
+}
+
+// check is checkBuild, which also says whether the build command failed
+// (byBuild); with buildOnly, the verify command does not run.
+func (p *Pipeline) check(ctx context.Context, dir string, buildOnly bool) (failure string, byBuild bool, err error) {
 	if len(p.BuildCommand) > 0 {
 		v, err := verify.Run(ctx, dir, verify.Spec{Command: p.BuildCommand}, p.VerifyOpts)
 		if err != nil {
-			return "", fmt.Errorf("build verification: %w", err)
+			return "", false, fmt.Errorf("build verification: %w", err)
 		}
 		if !v.Passed {
 			// The first line says why: it is what the log shows.
@@ -184,14 +191,17 @@ func (p *Pipeline) checkBuild(ctx context.Context, dir string) (string, error) {
 			if l := firstMeaningful(v.Output); l != "" {
 				head += ": " + l
 			}
-			return head + "\n" + v.ErrorContext(4000), nil
+			return head + "\n" + v.ErrorContext(4000), true, nil
+		}
+		if buildOnly {
+			return "", false, nil
 		}
 	}
 	v, err := verify.Run(ctx, dir, verify.Spec{Command: p.VerifyCommand}, p.VerifyOpts)
 	if err != nil {
-		return "", fmt.Errorf("build verification: %w", err)
+		return "", false, fmt.Errorf("build verification: %w", err)
 	}
-	return v.ErrorContext(4000), nil
+	return v.ErrorContext(4000), false, nil
 }
 
 // firstMeaningful returns the first line of out that is not empty nor a
@@ -221,6 +231,11 @@ type bisection struct {
 	flaky bool
 	// head is the head of the branch that failed.
 	head string
+	// buildOnly: the build command is what failed on the head, and what
+	// each prefix is judged by. The verify command may fail on the
+	// branch before the run's first task (a project whose tests come
+	// with its tasks), which says nothing of who broke the build.
+	buildOnly bool
 }
 
 // run bisects over the attempts keys (in integration order); the head,
@@ -345,7 +360,7 @@ func (b *bisection) build(ctx context.Context, i int, with string) (bool, error)
 		b.log("build %d, %s: cannot be put together (%v); counted as failing", b.builds, label, clip.Line(err.Error(), 160))
 		return false, nil
 	}
-	failure, err := b.p.checkBuild(ctx, b.wt.Path)
+	failure, _, err := b.p.check(ctx, b.wt.Path, b.buildOnly)
 	if err != nil {
 		return false, err
 	}
@@ -368,7 +383,7 @@ func (b *bisection) buildHead(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	failure, err := b.p.checkBuild(ctx, b.wt.Path)
+	failure, _, err := b.p.check(ctx, b.wt.Path, b.buildOnly)
 	if err != nil {
 		return false, err
 	}

@@ -152,6 +152,35 @@ func TestBuildBrokenBeforeTheRunFails(t *testing.T) {
 	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the try stays integrated")
 }
 
+// A project whose verify command fails before its first task (its files
+// come with the tasks) still has the try that broke the build command
+// found: each prefix is judged by the build command alone, which is what
+// failed on main.
+func TestBuildBisectsByTheCheckThatFailed(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{
+		"T1": {"f1.txt": "one\n"}, "T2": {"f2.txt": "BAD\n"}, "T3": {"f3.txt": "three\n"},
+	}}
+	p := newTestPipeline(t, dir, w, planOf(
+		task("T1", "One", []string{"f1.txt"}, ""), task("T2", "Two", []string{"f2.txt"}, ""), task("T3", "Three", []string{"f3.txt"}, "")))
+	p.Workers, p.MaxAttempts = 3, 1
+	p.VerifyCommand = []string{"sh", "-c", "ls f*.txt"}
+	p.BuildCommand = []string{"sh", "-c", "! grep -l BAD f*.txt 2>/dev/null"}
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, status := h.start()
+	require.Equal(t, RunPaused, status, logText(res.State))
+	ps := payloads(t, res)
+	require.Len(t, ps, 1)
+	require.Equal(t, "T2", ps[0].TaskID)
+	require.Equal(t, ReasonBuild, ps[0].Reason)
+	log := logText(res.State)
+	require.Contains(t, log, "T2/1 broke main")
+	require.NotContains(t, log, "no integrated task explains it")
+	require.Empty(t, showFile(t, dir, "main", "f2.txt"), "the culprit is out of main")
+	require.Equal(t, "three\n", showFile(t, dir, "main", "f3.txt"))
+}
+
 // A build that fails once and passes when run again (a flaky test) blames
 // no one: the bisection builds the whole branch again before it reverts
 // the last try, which stays, and the run completes.
