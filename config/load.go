@@ -153,10 +153,13 @@ func setDefaults(v *viper.Viper) error {
 func readFile(opts LoadOpts) (string, []byte, error) {
 	if opts.ConfigFile != "" {
 		data, err := os.ReadFile(opts.ConfigFile)
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil, &missingFileError{file: opts.ConfigFile}
+		}
 		if err != nil {
 			return "", nil, fmt.Errorf("read config file: %w", err)
 		}
-		return opts.ConfigFile, data, nil
+		return opts.ConfigFile, withoutBOM(data), nil
 	}
 	dir := opts.RepoDir
 	if dir == "" {
@@ -170,7 +173,68 @@ func readFile(opts LoadOpts) (string, []byte, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("read config file: %w", err)
 	}
-	return name, data, nil
+	return name, withoutBOM(data), nil
+}
+
+// missingFileError is a --config file that is not there; it is an
+// fs.ErrNotExist.
+type missingFileError struct{ file string }
+
+func (e *missingFileError) Error() string {
+	return fmt.Sprintf("config file %s does not exist: fix --config, or leave it out to read %s in the repo", e.file, FileName)
+}
+
+func (e *missingFileError) Unwrap() error { return fs.ErrNotExist }
+
+// withoutBOM drops the byte order mark some Windows editors put at the
+// start of a UTF-8 file; JSON has none.
+func withoutBOM(data []byte) []byte { return bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) }
+
+// duplicateKey returns the first key that an object of the JSON in data
+// holds twice, as a dotted path, or "": the decoder would keep the last
+// silently, and the first may be the one meant.
+func duplicateKey(data []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var walk func(path string) (string, bool)
+	walk = func(path string) (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return "", false
+				}
+				key, _ := kt.(string)
+				child := key
+				if path != "" {
+					child = path + "." + key
+				}
+				if seen[key] {
+					return child, true
+				}
+				seen[key] = true
+				if dup, found := walk(child); found || dup != "" {
+					return dup, found
+				}
+			}
+			_, _ = dec.Token()
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if dup, found := walk(fmt.Sprintf("%s[%d]", path, i)); found {
+					return dup, found
+				}
+			}
+			_, _ = dec.Token()
+		}
+		return "", false
+	}
+	dup, _ := walk("")
+	return dup
 }
 
 // decodeFile parses a config file and checks its keys and types.
@@ -188,6 +252,9 @@ func decodeFile(name string, data []byte) (map[string]any, error) {
 			se.Column = at - bytes.LastIndexByte(data[:at], '\n')
 		}
 		return nil, se
+	}
+	if dup := duplicateKey(data); dup != "" {
+		return nil, fmt.Errorf("%s: %s is written twice; keep one", name, dup)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

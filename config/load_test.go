@@ -281,6 +281,27 @@ func TestLoadFileErrors(t *testing.T) {
 	}
 }
 
+// A file as editors write it: with a byte order mark, read; with a key
+// written twice, refused, naming it; --config naming no file, said so.
+func TestLoadFileAsWritten(t *testing.T) {
+	clearEnv(t)
+	dir, _ := writeConfig(t, "\xef\xbb\xbf{\"parallel_workers\": 3}")
+	cfg, err := Load(LoadOpts{RepoDir: dir})
+	require.NoError(t, err)
+	require.Equal(t, 3, cfg.ParallelWorkers)
+
+	dir, file := writeConfig(t, `{"parallel_workers": 3, "verify": {"timeout": "1m", "command": ["true"], "timeout": "2m"}}`)
+	_, err = Load(LoadOpts{RepoDir: dir})
+	require.EqualError(t, err, file+": verify.timeout is written twice; keep one")
+	dir, file = writeConfig(t, `{"agent": {"custom_modes": [{"slug": "x", "slug": "y"}]}}`)
+	_, err = Load(LoadOpts{RepoDir: dir})
+	require.EqualError(t, err, file+": agent.custom_modes[0].slug is written twice; keep one")
+
+	missing := filepath.Join(t.TempDir(), "nope.json")
+	_, err = Load(LoadOpts{ConfigFile: missing})
+	require.EqualError(t, err, "config file "+missing+" does not exist: fix --config, or leave it out to read .project-config.json in the repo")
+}
+
 func TestCredentialKeys(t *testing.T) {
 	for name, content := range map[string]string{
 		"api_key":      `{"api_key": "sk-ant-secret"}`,
