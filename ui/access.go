@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/taskloom/taskloom/llm"
 )
@@ -26,9 +27,12 @@ const (
 // CheckAddr checks that addr (host:port) may be listened on: a loopback
 // host (127.0.0.0/8, ::1 or localhost), or any host when allowRemote.
 func CheckAddr(addr string, allowRemote bool) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--addr %q: want HOST:PORT, such as 127.0.0.1:7070", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("--addr %q: the port must be a number from 0 to 65535, such as 127.0.0.1:7070", addr)
 	}
 	if llm.IsLoopback(host) || allowRemote {
 		return nil
