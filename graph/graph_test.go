@@ -460,6 +460,38 @@ func TestStoppedInTheFirstStep(t *testing.T) {
 	})
 }
 
+// ghostSaver stores the input checkpoint with a next task the graph does
+// not have: damage that still decodes.
+type ghostSaver struct{ checkpoint.Saver }
+
+func (g ghostSaver) Put(ctx context.Context, l checkpoint.Lease, cp checkpoint.Checkpoint) error {
+	if cp.Source == "input" {
+		cp.Next = []byte(`[{"n":"ghost"}]`)
+	}
+	return g.Saver.Put(ctx, l, cp)
+}
+
+// A checkpoint whose next task names a node the graph lacks is reported
+// as a damaged checkpoint, naming it, not as a failing node.
+func TestCheckpointNamingAMissingNode(t *testing.T) {
+	t.Parallel()
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
+		g := graph.New[state]()
+		g.AddNode("a", func(context.Context, state) (state, error) { return state{}, errors.New("stop here") }, nil)
+		g.AddEdge(graph.START, "a")
+		g.AddEdge("a", graph.END)
+		run, err := g.Compile(&graph.CompileOpts{Saver: ghostSaver{saver}})
+		require.NoError(t, err)
+		_, err = run.Invoke(context.Background(), "ghost", state{}, nil)
+		require.Error(t, err)
+		_, err = run.Continue(context.Background(), "ghost", nil)
+		var de *checkpoint.DecodeError
+		require.ErrorAs(t, err, &de)
+		require.Equal(t, int64(0), de.Step)
+		require.ErrorContains(t, err, `the graph has no node "ghost"`)
+	})
+}
+
 func TestRetryPolicyOnInjectedClock(t *testing.T) {
 	t.Parallel()
 	clock := testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

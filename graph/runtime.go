@@ -532,6 +532,12 @@ func (t *thread[S]) restore(ctx context.Context) error {
 		if err := json.Unmarshal(head.Next, &t.next); err != nil {
 			return &checkpoint.DecodeError{ThreadID: t.id, Step: head.Step, Err: fmt.Errorf("next tasks: %w", err)}
 		}
+		for _, ts := range t.next {
+			if _, ok := t.r.g.nodes[ts.Node]; !ok {
+				// Damage that still decodes, or a graph that lost a node.
+				return &checkpoint.DecodeError{ThreadID: t.id, Step: head.Step, Err: fmt.Errorf("next tasks: the graph has no node %q", ts.Node)}
+			}
+		}
 	}
 	t.doneUpdates = map[int][]byte{}
 	t.interrupts = map[int][]Interruption{}
