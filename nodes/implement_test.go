@@ -278,3 +278,21 @@ func TestImplementWithTheScriptedAgent(t *testing.T) {
 func jsonString(s string) string {
 	return fmt.Sprintf("%q", s)
 }
+
+// A worker that stopped short (a Ralph loop that stagnated) and left its
+// tests failing: the try's error says why it stopped before what it left
+// undone.
+func TestWhyTheWorkerStoppedLeadsTheError(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo}},
+		outcome: map[string]agent.Outcome{"T1/1": {Status: agent.OutcomeBlocked, Detail: "stagnating: 3 iterations in a row changed nothing"}}}
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go")))
+	p.MaxAttempts = 1
+	res, status := newHarness(t, dir, p, storetest.NewMemory(t)).start()
+	require.Equal(t, RunPaused, status, logText(res.State))
+	ps := payloads(t, res)
+	require.Len(t, ps, 1)
+	require.True(t, strings.HasPrefix(ps[0].Error, "the worker stopped: blocked: stagnating: 3 iterations in a row changed nothing\n"), ps[0].Error)
+	require.Contains(t, ps[0].Error, "missing files (files_to_create, test_files): calc/add_test.go")
+}

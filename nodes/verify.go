@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
@@ -94,6 +95,11 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 			failure = rec.Error
 		case !rec.Verified:
 			failure = rec.Tests.ErrorContext(4000)
+			if why := rec.WorkerReason; why != "" && !strings.HasPrefix(why, string(agent.OutcomeDone)) {
+				// Why the worker stopped (stagnating, blocked, out of
+				// turns) comes before what it left undone.
+				failure = "the worker stopped: " + why + "\n" + failure
+			}
 		case !rec.Changed:
 			// The worker changed nothing and the tests pass: the work was
 			// already on main.
