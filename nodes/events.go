@@ -232,6 +232,13 @@ func (t *Tracker) attempt(node string, a Attempt) []RunEvent {
 		}
 		return []RunEvent{ev}
 	case NodeIntegrate:
+		if a.Integrated == "" && a.Error != "" {
+			// It passed its tests, then could not be integrated (a
+			// conflict with main): the verdict that counts is this one.
+			ev := t.Event(EventTaskVerified)
+			ev.TaskID, ev.Attempt, ev.Error = a.TaskID, a.Attempt, clip.Line(a.Error, 160)
+			return []RunEvent{ev}
+		}
 		if a.Integrated == "" {
 			return nil
 		}

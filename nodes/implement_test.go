@@ -207,6 +207,9 @@ func TestIntegrateConflict(t *testing.T) {
 			require.Equal(t, []string{"calc/calc.go"}, first.Conflicts)
 			require.Contains(t, first.Error, "merge conflict with main in calc/calc.go")
 			require.Contains(t, logText(res.State), "T1 attempt 1 conflicts with main in calc/calc.go; redone on the new main (not counted against max_attempts)")
+			// --json says so too: the try passed its tests, then did not
+			// make it onto main.
+			require.Equal(t, []string{"T1/1 passed=true", "T1/1 passed=false"}, h.eventsOf(EventTaskVerified)[:2])
 			if always {
 				require.Equal(t, RunPaused, status)
 				ps := payloads(t, res)
