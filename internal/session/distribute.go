@@ -145,12 +145,14 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	}
 	// Without the shared remote every attempt would fail at its first
 	// fetch, each failure costing the run a try: refuse to start instead.
+	// (Asked first: a fresh clone of nothing has no commit either, and the
+	// remote is what it lacks.)
+	if remote := s.Cfg.Worker.Remote; !worktree.HasRemoteIn(ctx, s.Repo, remote) {
+		return fmt.Errorf("%s has no git remote %q, which runs share attempts through: start taskloom worker in a clone of the runs' repo, or set worker.remote", s.Repo, remote)
+	}
 	repo, err := worktree.Open(ctx, s.Repo, nil)
 	if err != nil {
 		return err
-	}
-	if remote := s.Cfg.Worker.Remote; !repo.HasRemote(ctx, remote) {
-		return fmt.Errorf("%s has no git remote %q, which runs share attempts through: start taskloom worker in a clone of the runs' repo, or set worker.remote", s.Repo, remote)
 	}
 	var mu, outMu sync.Mutex
 	runs := map[string]*jobRun{}
