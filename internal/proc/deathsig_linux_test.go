@@ -74,11 +74,15 @@ func TestOutliveFinishesAfterTaskloomDies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	var lines []string
-	res, err := Run(ctx, Cmd{Args: []string{"sh", "-c", "sleep 0.3; echo finished; echo warned >&2"}, Outlive: true,
+	res, err := Run(ctx, Cmd{Args: []string{"sh", "-c", "sleep 0.3; echo finished; echo warned >&2"}, Outlive: true, Timeout: time.Minute,
 		OnLine: func(l string) { lines = append(lines, l) }})
 	require.NoError(t, err)
 	require.Equal(t, 0, res.ExitCode)
 	require.Equal(t, "finished\n", res.Stdout)
 	require.Equal(t, "warned\n", res.Stderr)
 	require.Len(t, lines, 2)
+	// Its Timeout still bounds it.
+	res, err = Run(context.Background(), Cmd{Args: []string{"sleep", "5"}, Outlive: true, Timeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.True(t, res.TimedOut)
 }

@@ -96,7 +96,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 		runCtx = context.WithoutCancel(ctx)
 	}
 	if c.Timeout > 0 {
-		runCtx, cancel = context.WithTimeoutCause(ctx, c.Timeout, ErrTimeout)
+		runCtx, cancel = context.WithTimeoutCause(runCtx, c.Timeout, ErrTimeout)
 	}
 	defer cancel()
 
