@@ -514,16 +514,21 @@ func (p *Pipeline) revert(ctx context.Context, s State, n int, culprits []Culpri
 		return "", err
 	}
 	defer func() { _ = p.Repo.Remove(context.WithoutCancel(ctx), wt) }()
-	var names []string
+	var names, reverts []string
 	for i := len(culprits) - 1; i >= 0; i-- {
 		rec, _ := s.Attempts.Get(culprits[i].Attempt)
 		if _, err := gitOutput(ctx, wt.Path, "revert", "--no-commit", rec.Integrated); err != nil {
 			return "", fmt.Errorf("revert %s: %w", culprits[i].Attempt, err)
 		}
 		names = append(names, rec.TaskID)
+		// The reverted commit keeps its own trailer: this one says it
+		// is out again, for whoever reads the branch later (a fork).
+		reverts = append(reverts, worktree.RevertsKey+": "+trailerOf(s.RunID.Get(), culprits[i].Attempt, rec))
 	}
 	slices.Reverse(names)
-	if _, _, err := p.Repo.Commit(ctx, wt, fmt.Sprintf("Revert %s: it broke the build on main", strings.Join(names, ", "))); err != nil {
+	slices.Reverse(reverts)
+	msg := fmt.Sprintf("Revert %s: it broke the build on main\n\n%s", strings.Join(names, ", "), strings.Join(reverts, "\n"))
+	if _, _, err := p.Repo.Commit(ctx, wt, msg); err != nil {
 		return "", fmt.Errorf("commit the revert: %w", err)
 	}
 	sha, conflicts, _, err := p.integrate(ctx, wt, s.Head.Get())

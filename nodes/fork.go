@@ -40,6 +40,15 @@ func (r *Runner) AdoptFork(ctx context.Context, forkID, source string) (Adopted,
 	if err != nil {
 		return ad, fmt.Errorf("fork %s: %w", forkID, err)
 	}
+	// A try integrated and then reverted (it broke the build) is not on
+	// the branch, though its commit and trailer are.
+	reverted, err := repo.RevertedAttempts(ctx)
+	if err != nil {
+		return ad, fmt.Errorf("fork %s: %w", forkID, err)
+	}
+	for trailer := range reverted {
+		delete(present, trailer)
+	}
 	var u State
 	queue := slices.Clone(st.Queue.Get())
 	for _, t := range st.Tasks.Values() {

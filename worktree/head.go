@@ -90,8 +90,21 @@ func (m *Manager) checkContains(_ context.Context, run, recorded, head string) e
 // survive a rebase or a cherry-pick, so an attempt whose commit was
 // rewritten still counts.
 func (m *Manager) IntegratedAttempts(ctx context.Context) (map[string]string, error) {
-	out, err := m.git(ctx, m.root, "log", "--fixed-strings", "--grep="+TrailerKey+": ",
-		"--format=%H%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x00)", m.mainRef, "--")
+	return m.trailersOnMain(ctx, TrailerKey)
+}
+
+// RevertedAttempts returns the attempts that a revert commit on the target
+// branch took back out, by their "Taskloom-Reverts: RUN/TASK/N" trailers,
+// each with that revert commit.
+func (m *Manager) RevertedAttempts(ctx context.Context) (map[string]string, error) {
+	return m.trailersOnMain(ctx, RevertsKey)
+}
+
+// trailersOnMain returns the values of the trailer key in the target
+// branch's history, each with the newest commit that carries it.
+func (m *Manager) trailersOnMain(ctx context.Context, key string) (map[string]string, error) {
+	out, err := m.git(ctx, m.root, "log", "--fixed-strings", "--grep="+key+": ",
+		"--format=%H%x00%(trailers:key="+key+",valueonly,separator=%x00)", m.mainRef, "--")
 	if err != nil {
 		return nil, fmt.Errorf("list the attempts on %s: %w", m.mainBranch, err)
 	}

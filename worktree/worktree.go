@@ -17,6 +17,10 @@ import (
 // TrailerKey is the commit trailer that names an attempt.
 const TrailerKey = "Taskloom-Task"
 
+// RevertsKey is the trailer of a revert commit that names each attempt
+// it takes back out of the target branch, as "RUN/TASK/N".
+const RevertsKey = "Taskloom-Reverts"
+
 const (
 	branchPrefix = "taskloom/"
 	keptPrefix   = "refs/taskloom/attempts/"

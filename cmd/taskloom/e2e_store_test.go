@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -408,4 +410,38 @@ func TestE2ESQLiteFileGone(t *testing.T) {
 			require.Contains(t, stderr, "store "+db+" "+want)
 		})
 	}
+}
+
+// A fork taken before the source integrated a try that build verification
+// then reverted does not count that try as on main: its trailer is, but
+// so is the revert's.
+func TestE2EForkDoesNotAdoptARevertedTry(t *testing.T) {
+	skipShort(t)
+	dir := commandRepo(t, func(c map[string]any) {
+		c["max_attempts"], c["parallel_workers"] = 1, 1
+		c["build_verification"] = map[string]any{"command": []string{"sh", "-c", "! test -f T1.txt"}}
+	})
+	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir)
+	require.Equal(t, exitReview, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	id := runID(t, stdout)
+	require.Contains(t, git(t, dir, "log", "--format=%B", "main"), "Taskloom-Reverts: "+id+"/T1/1")
+
+	code, stdout, _ = taskloom(t, "history", id, "--repo", dir, "--json", "--all")
+	require.Equal(t, exitOK, code)
+	var cps []struct {
+		Step  int64    `json:"step"`
+		Nodes []string `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &cps))
+	from := int64(-1)
+	for _, cp := range cps {
+		if slices.Contains(cp.Nodes, "verify_task") && from < 0 {
+			from = cp.Step // T1 verified, not yet integrated
+		}
+	}
+	require.GreaterOrEqual(t, from, int64(0), "%v", cps)
+	code, stdout, stderr = taskloom(t, "resume", id, "--from", fmt.Sprint(from), "--repo", dir)
+	require.Equal(t, exitReview, code, "T1 is redone, and breaks the build again\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.NotContains(t, stdout, "T1    integrated")
+	require.Error(t, exec.Command("git", "-C", dir, "cat-file", "-e", "main:T1.txt").Run(), "T1.txt is not on main")
 }
