@@ -21,7 +21,9 @@ type Adopted struct {
 }
 
 // AdoptFork settles what a fork took over from source, the run it was
-// forked from, at the checkpoint it was taken from. The fork has its own
+// forked from, at the checkpoint it was taken from; family lists source
+// first, then the other runs forked from the same first run, whose work
+// on the branch counts too. The fork has its own
 // worktrees, so the source's tries in flight there cannot go on in it;
 // and the source may have gone on to integrate tasks after that
 // checkpoint (a damaged newer checkpoint is what a fork recovers from).
@@ -29,7 +31,7 @@ type Adopted struct {
 // branch, by its trailer, is completed with that commit; an in-flight one
 // that is not is dropped and pending again. The fork then goes on from
 // task selection, with the branch's head as its head.
-func (r *Runner) AdoptFork(ctx context.Context, forkID, source string) (Adopted, error) {
+func (r *Runner) AdoptFork(ctx context.Context, forkID string, family []string) (Adopted, error) {
 	var ad Adopted
 	st, ok, err := r.latest(ctx, forkID)
 	if err != nil || !ok {
@@ -55,11 +57,11 @@ func (r *Runner) AdoptFork(ctx context.Context, forkID, source string) (Adopted,
 		if t.Status == planner.StatusCompleted || t.Status == planner.StatusSkipped {
 			continue
 		}
-		if n, sha := sourceTry(present, source, t.ID); sha != "" {
+		if run, n, sha := familyTry(present, family, forkID, t.ID); sha != "" {
 			key := attemptKey(t.ID, n)
 			rec, ok := st.Attempts.Get(key)
-			if !ok {
-				rec = Attempt{TaskID: t.ID, Attempt: n, Branch: "taskloom/" + source + "/" + t.ID + "/" + strconv.Itoa(n)}
+			if !ok || run != family[0] {
+				rec = Attempt{TaskID: t.ID, Attempt: n, Branch: "taskloom/" + run + "/" + t.ID + "/" + strconv.Itoa(n)}
 			}
 			rec.Integrated, rec.Verified, rec.Changed, rec.Error = sha, true, true, ""
 			u.Attempts.Put(key, rec)
@@ -89,7 +91,7 @@ func (r *Runner) AdoptFork(ctx context.Context, forkID, source string) (Adopted,
 	if len(ad.Integrated) > 0 {
 		u.Queue.Set(queue)
 	}
-	text := fmt.Sprintf("forked from %s", source)
+	text := fmt.Sprintf("forked from %s", family[0])
 	if len(ad.Integrated) > 0 {
 		text += "; integrated there after the checkpoint, so completed: " + strings.Join(ad.Integrated, ", ")
 	}
@@ -109,17 +111,27 @@ func (r *Runner) AdoptFork(ctx context.Context, forkID, source string) (Adopted,
 	return ad, nil
 }
 
-// sourceTry returns the newest try of task in run source whose trailer is
-// on the branch, and its commit there; 0 and "" when there is none.
-func sourceTry(present map[string]string, source, task string) (int, string) {
-	best, sha := 0, ""
-	prefix := source + "/" + task + "/"
-	for trailer, commit := range present {
-		if rest, ok := strings.CutPrefix(trailer, prefix); ok {
-			if n, err := strconv.Atoi(rest); err == nil && n > best {
-				best, sha = n, commit
+// familyTry returns a try of task by a run of family (not fork itself)
+// whose trailer is on the branch: its run, its number and its commit
+// there; "", 0 and "" when there is none. The source's newest comes
+// first.
+func familyTry(present map[string]string, family []string, fork, task string) (string, int, string) {
+	for _, run := range family {
+		if run == fork {
+			continue
+		}
+		best, sha := 0, ""
+		prefix := run + "/" + task + "/"
+		for trailer, commit := range present {
+			if rest, ok := strings.CutPrefix(trailer, prefix); ok {
+				if n, err := strconv.Atoi(rest); err == nil && n > best {
+					best, sha = n, commit
+				}
 			}
 		}
+		if sha != "" {
+			return run, best, sha
+		}
 	}
-	return best, sha
+	return "", 0, ""
 }

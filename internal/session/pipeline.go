@@ -59,6 +59,8 @@ type Meta struct {
 	// and the head it started from (the runner records them).
 	TargetBranch string `json:"target_branch,omitempty"`
 	StartHead    string `json:"start_head,omitempty"`
+	// ForkedFrom is the run a fork (resume --from) was taken from.
+	ForkedFrom string `json:"forked_from,omitempty"`
 	// newRun: the run starts now, on the branch checked out, which there
 	// must be.
 	newRun bool

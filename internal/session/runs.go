@@ -301,15 +301,54 @@ func (s *Session) fork(ctx context.Context, run nodes.Run, meta Meta, step int64
 	if _, err := g.UpdateState(ctx, newID, "", nodes.State{RunID: graph.V(newID)}); err != nil {
 		return "", err
 	}
-	if _, err := s.Runner(p).AdoptFork(ctx, newID, run.ID); err != nil {
+	family, err := s.family(ctx, run)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.Runner(p).AdoptFork(ctx, newID, family); err != nil {
 		return "", err
 	}
 	fork := run
 	fork.ID = newID
+	fm := meta
+	fm.ForkedFrom = run.ID
+	if fork.Meta, err = json.Marshal(fm); err != nil {
+		return "", err
+	}
 	if err := s.Store.CreateRun(ctx, fork); err != nil {
 		return "", err
 	}
 	return newID, nil
+}
+
+// family returns the runs of run's repo that share its first run: run,
+// the run it was forked from and so on back, and every fork of any of
+// them. What one of them integrated is on the branch for all.
+func (s *Session) family(ctx context.Context, run nodes.Run) ([]string, error) {
+	runs, err := s.Store.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parent := map[string]string{}
+	for _, r := range runs {
+		if m, err := ParseMeta(r); err == nil {
+			parent[r.ID] = m.ForkedFrom
+		}
+	}
+	root := func(id string) string {
+		for seen := 0; parent[id] != "" && seen < len(runs); seen++ {
+			id = parent[id]
+		}
+		return id
+	}
+	mine := root(run.ID)
+	out := []string{run.ID}
+	for _, r := range runs {
+		if r.ID != run.ID && root(r.ID) == mine {
+			out = append(out, r.ID)
+		}
+	}
+	return out, nil
 }
 
 // show makes the run's view and lets it hear the provider's waits.

@@ -34,11 +34,13 @@ func TestForkAfterADamagedCheckpoint(t *testing.T) {
 	require.Equal(t, exitError, res.Code, "resume of the damaged run: %s", res)
 	m := regexp.MustCompile(`taskloom resume ` + runID + ` --from (\d+)`).FindStringSubmatch(res.Stderr)
 	require.NotNil(t, m, "the error names the way on: %s", res)
-	require.Equal(t, fmt.Sprint(head-1), m[1])
+	from := m[1]
+	require.Equal(t, fmt.Sprint(head-1), from)
+	forked := regexp.MustCompile(`run (\S+) \(forked from ` + runID + ` at checkpoint ` + from + `\)`)
 
-	res = killExec(t, bin, dir, "", killResumeArgs(runID, dir, "", "--from", m[1])...)
+	res = killExec(t, bin, dir, "", killResumeArgs(runID, dir, "", "--from", from)...)
 	require.Equal(t, exitOK, res.Code, "the fork: %s", res)
-	m = regexp.MustCompile(`run (\S+) \(forked from ` + runID + ` at checkpoint ` + m[1] + `\)`).FindStringSubmatch(res.Stdout)
+	m = forked.FindStringSubmatch(res.Stdout)
 	require.NotNil(t, m, "the fork says what it is: %s", res)
 	fork := m[1]
 	require.NotEqual(t, runID, fork)
@@ -60,17 +62,35 @@ func TestForkAfterADamagedCheckpoint(t *testing.T) {
 
 	// Each task once on main: the first by the source, the rest by the
 	// fork.
+	onceEach(t, dir, runID, fork)
+	require.Equal(t, ref.Packages, killGoTest(t, dir), "packages tested on main")
+
+	// The damaged run still names the same way on; taken again, the
+	// second fork finds the first fork's work on main too, and redoes
+	// none of it.
+	res = killExec(t, bin, dir, "", killResumeArgs(runID, dir, "", "--from", from)...)
+	require.Equal(t, exitOK, res.Code, "the second fork: %s", res)
+	m = forked.FindStringSubmatch(res.Stdout)
+	require.NotNil(t, m, "the second fork says what it is: %s", res)
+	onceEach(t, dir, runID, fork, m[1])
+	require.Equal(t, 0, strings.Count(res.Stdout, "started T"), "the second fork redoes nothing: %s", res)
+	require.Equal(t, ref.Tree, killGit(t, dir, "ls-tree", "-r", "main"))
+}
+
+// onceEach checks that every task has one Taskloom-Task trailer on main,
+// by one of runs.
+func onceEach(t *testing.T, dir string, runs ...string) {
+	t.Helper()
 	counts := map[string]int{}
 	for line := range strings.SplitSeq(killGit(t, dir, "log", "main", "--format=%(trailers:key=Taskloom-Task,valueonly,separator=%x0A)"), "\n") {
 		if parts := strings.Split(strings.TrimSpace(line), "/"); len(parts) == 3 {
-			require.Contains(t, []string{runID, fork}, parts[0], line)
+			require.Contains(t, runs, parts[0], line)
 			counts[parts[1]]++
 		}
 	}
 	for _, task := range killTasks {
 		require.Equal(t, 1, counts[task], "trailers of %s on main: %v", task, counts)
 	}
-	require.Equal(t, ref.Packages, killGoTest(t, dir), "packages tested on main")
 }
 
 // damageHead replaces run runID's newest checkpoint with bytes that
