@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/internal/review"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/store/postgres"
 	"github.com/taskloom/taskloom/store/sqlite"
@@ -349,7 +350,8 @@ func TestE2ECorruptCheckpoint(t *testing.T) {
 			// The way on that the line names works: a fork of the
 			// checkpoint before the damaged one.
 			from := fmt.Sprint(head - 1)
-			require.Contains(t, stderr, "; to go on from the checkpoint before it: taskloom resume "+bad+" --from "+from)
+			require.Contains(t, stderr, "; to go on from the checkpoint before it: taskloom resume "+bad+" --from "+from+" --repo "+review.ShellQuote(dirs[0])+" --db ",
+				"the way on finds the store it was given")
 			code, stdout, stderr = taskloom(t, "resume", bad, "--from", from, "--repo", dirs[0], "--db", db)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		})

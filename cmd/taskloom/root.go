@@ -138,17 +138,21 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := newRootCmd(a)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
-	return reportError(err, stderr)
+	flags := ""
+	if cmd != nil {
+		flags = nextFlags(cmd)
+	}
+	return reportError(err, stderr, flags)
 }
 
 // reportError prints the line a failed command ends with and returns its exit
 // code. A panic that the graph runtime caught in a node is reported as
 // one caught here is: one line, its stack in a crash file.
-func reportError(err error, stderr io.Writer) int {
+func reportError(err error, stderr io.Writer, flags string) int {
 	var perr *graph.PanicError
 	if errors.As(err, &perr) {
 		fmt.Fprintf(stderr, "taskloom: internal error: %v; %s\n", err, writeCrash(perr.Value, perr.Stack))
@@ -160,11 +164,11 @@ func reportError(err error, stderr io.Writer) int {
 		code = ce.code
 	}
 	var decode *checkpoint.DecodeError
-	var fault *session.FaultError
-	if errors.As(err, &decode) && !errors.As(err, &fault) {
+	if errors.As(err, &decode) {
 		// Whichever command read it, a damaged checkpoint is named the
-		// same way: its run and its step.
-		err = session.DecodeFault(decode)
+		// same way: its run and its step, and the way on with the flags
+		// that find its store.
+		err = session.DecodeFault(decode, flags)
 	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintf(stderr, "taskloom: %s\n", msg)

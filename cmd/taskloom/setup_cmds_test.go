@@ -59,7 +59,7 @@ func TestNodePanicIsOneLine(t *testing.T) {
 	stack := []byte("goroutine 7 [running]:\nnodes.(*Pipeline).verify(...)\n")
 	err := fmt.Errorf("run R1: %w", &graph.NodeError{Node: "verify_task", Err: &graph.PanicError{Value: "nil map", Stack: stack}})
 	var stderr bytes.Buffer
-	require.Equal(t, exitError, reportError(err, &stderr))
+	require.Equal(t, exitError, reportError(err, &stderr, ""))
 	line := stderr.String()
 	require.Equal(t, 1, strings.Count(line, "\n"), "one line: %q", line)
 	prefix := "taskloom: internal error: run R1: node verify_task: panic: nil map; crash report: "

@@ -21,7 +21,7 @@ func StoreFault(runID, flags string, err error) error {
 	)
 	switch {
 	case errors.As(err, &decode):
-		return DecodeFault(decode)
+		return DecodeFault(decode, flags)
 	case errors.As(err, &replaced):
 		return fmt.Errorf("run %s stopped: %s; its checkpoints went with it", runID, replaced)
 	case errors.As(err, &unreachable):
@@ -36,11 +36,12 @@ func StoreFault(runID, flags string, err error) error {
 
 // DecodeFault names the run and the checkpoint that cannot be decoded, and
 // how to go on without it: from a fork of the checkpoint before it, which
-// reads nothing of the damaged one.
-func DecodeFault(e *checkpoint.DecodeError) error {
+// reads nothing of the damaged one. flags are what that command needs to
+// find the store (--repo, --db), as the failing command was given them.
+func DecodeFault(e *checkpoint.DecodeError, flags string) error {
 	msg := fmt.Sprintf("run %s: checkpoint %d cannot be decoded: %s", e.ThreadID, e.Step, clip.Line(e.Err.Error(), 0))
 	if e.Step > 0 {
-		msg += fmt.Sprintf("; to go on from the checkpoint before it: taskloom resume %s --from %d", e.ThreadID, e.Step-1)
+		msg += fmt.Sprintf("; to go on from the checkpoint before it: taskloom resume %s --from %d%s", e.ThreadID, e.Step-1, flags)
 	}
 	return &FaultError{msg: msg, err: e}
 }

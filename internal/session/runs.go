@@ -84,7 +84,7 @@ func HeadState(ctx context.Context, g *graph.Runnable[nodes.State], runID string
 	}
 	var decode *checkpoint.DecodeError
 	if errors.As(err, &decode) {
-		return res, false, DecodeFault(decode)
+		return res, false, DecodeFault(decode, "")
 	}
 	if err != nil {
 		return res, false, fmt.Errorf("read the state of run %s: %w", runID, err)
