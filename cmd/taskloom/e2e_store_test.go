@@ -352,6 +352,11 @@ func TestE2ECorruptCheckpoint(t *testing.T) {
 			from := fmt.Sprint(head - 1)
 			require.Contains(t, stderr, "; to go on from the checkpoint before it: taskloom resume "+bad+" --from "+from+" --repo "+review.ShellQuote(dirs[0])+" --db ",
 				"the way on finds the store it was given")
+			// History lists the damaged checkpoint as such, beside the
+			// others, so that one can be picked to go on from.
+			code, stdout, stderr = taskloom(t, "history", bad, "--repo", dirs[0], "--db", db)
+			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.Regexp(t, regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d\s.*cannot be decoded`, head)), stdout)
 			code, stdout, stderr = taskloom(t, "resume", bad, "--from", from, "--repo", dirs[0], "--db", db)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
 		})

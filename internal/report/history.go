@@ -128,6 +128,15 @@ func summarize(ctx context.Context, g *graph.Runnable[nodes.State], runID string
 	}
 	for i, info := range infos {
 		res, err := g.State(ctx, runID, info.Step)
+		var decode *checkpoint.DecodeError
+		if errors.As(err, &decode) {
+			// A damaged checkpoint is listed as such: history is where
+			// the user picks the one to go on from.
+			entries = append(entries, Entry{Step: info.Step, Source: info.Source, Nodes: nonNilStrings(info.Writers), Time: info.CreatedAt,
+				Summary: "cannot be decoded: " + clip.Line(decode.Err.Error(), 120), Changes: []TaskChange{}, Log: []string{}})
+			havePrev = false
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("history of run %s: %w", runID, err)
 		}
@@ -143,6 +152,13 @@ func summarize(ctx context.Context, g *graph.Runnable[nodes.State], runID string
 		prev, havePrev = res.State, true
 	}
 	return entries, nil
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // summarizeStep describes one checkpoint: its task status changes, the
