@@ -41,8 +41,19 @@ type Store interface {
 	Requeue(ctx context.Context, job int64, try int, reason string) error
 }
 
-// Name is the River queue attempts go to.
+// Name is the River queue attempts go to, when their run's repository
+// could not be named (see QueueOf).
 const Name = "taskloom_attempts"
+
+// QueueOf is the River queue of the attempts of a repository, named by
+// project (worktree.Manager.Project): the workers of one repository never
+// fetch another's jobs, which share the database but not the code.
+func QueueOf(project string) string {
+	if project == "" {
+		return Name
+	}
+	return Name + "_" + project[:min(len(project), 16)]
+}
 
 // Args is one task attempt as a River job: what a worker anywhere needs to
 // run it, with no secrets (keys come from the worker's environment).
@@ -71,8 +82,8 @@ func (Args) Kind() string { return "taskloom_attempt" }
 const maxTries = 5
 
 // InsertOpts implements river.JobArgsWithInsertOpts.
-func (Args) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Name, MaxAttempts: maxTries, UniqueOpts: river.UniqueOpts{ByArgs: true}}
+func (a Args) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueOf(a.Project), MaxAttempts: maxTries, UniqueOpts: river.UniqueOpts{ByArgs: true}}
 }
 
 // WorkerName is this process as leases and status name it: host:pid.

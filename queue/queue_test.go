@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"testing"
 	"time"
@@ -303,4 +304,37 @@ func TestFrozenWorkerComesBack(t *testing.T) {
 	require.Equal(t, 2, tries, "the frozen worker's try and the other's")
 	require.Len(t, errs, 1, "only the hand-over is an error: %q", errs)
 	require.Contains(t, errs[0], "worker sleepy:1 stopped renewing its lease")
+}
+
+// A run's attempts go to its repository's queue: a worker of another
+// repository that shares the database never fetches them; one of the
+// same repository does.
+func TestAttemptsGoToTheirProjectsQueue(t *testing.T) {
+	require.Equal(t, queue.Name, queue.QueueOf(""))
+	require.Equal(t, queue.Name+"_0123456789abcdef", queue.QueueOf("0123456789abcdef0123456789abcdef01234567"))
+
+	ctx := context.Background()
+	_, runDir, workerDir := repos(t)
+	db := newDB(t)
+	run, wrk := open(t, runDir), open(t, workerDir)
+	project := run.Project(ctx)
+	require.NotEmpty(t, project)
+	var fetched atomic.Int32
+	stopOther, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "other:1", Project: strings.Repeat("f", 40), Poll: 100 * time.Millisecond,
+		Run: func(context.Context, queue.Args) (nodes.AttemptResult, error) {
+			fetched.Add(1)
+			return nodes.AttemptResult{}, queue.ErrElsewhere
+		}})
+	require.NoError(t, err)
+	defer stopOther()
+	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "mine:2", Project: wrk.Project(ctx), Poll: 100 * time.Millisecond,
+		Run: work(&nodes.Pipeline{Repo: wrk, Worker: writer(nil), Remote: "origin"})})
+	require.NoError(t, err)
+	defer stop()
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: "scripted:x", Lease: 5 * time.Second, Project: project})
+	require.NoError(t, err)
+	res, err := d.Dispatch(ctx, job(t, run, "r1", "T1"), func(nodes.Activity) {})
+	require.NoError(t, err)
+	require.Equal(t, "mine:2", res.Worker)
+	require.Zero(t, fetched.Load(), "the other repository's worker fetched the job")
 }

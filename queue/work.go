@@ -36,6 +36,9 @@ type WorkOpts struct {
 	// RunID, for a run driver's own workers, is the one run whose
 	// attempts they take (Run returns ErrElsewhere for others).
 	RunID string
+	// Project names the repository whose attempts these workers take
+	// (worktree.Manager.Project): they listen on its queue alone.
+	Project string
 	// Poll is how often an idle worker looks for jobs besides River's
 	// notifications; River's default when 0.
 	Poll   time.Duration
@@ -62,7 +65,7 @@ func Start(ctx context.Context, db Store, opts *WorkOpts) (stop func(), err erro
 	}
 	client, err := river.NewClient(db.RiverDriver(), &river.Config{
 		ID:      o.Name,
-		Queues:  map[string]river.QueueConfig{Name: {MaxWorkers: o.Concurrency}},
+		Queues:  map[string]river.QueueConfig{QueueOf(o.Project): {MaxWorkers: o.Concurrency}},
 		Workers: workers,
 		// An attempt is bounded by worker.timeout, not by River.
 		JobTimeout: -1,

@@ -40,8 +40,9 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 	if err != nil {
 		return nil, err
 	}
+	project := p.Repo.Project(ctx)
 	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: meta.Model, Config: cfg, Lease: s.Cfg.Worker.Lease.Duration,
-		Project: p.Repo.Project(ctx), Logger: s.Logger})
+		Project: project, Logger: s.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 	}
 	// This process's workers share the run's repository: the attempt's
 	// worktree is already where verify_task looks for it.
-	return queue.Start(ctx, db, &queue.WorkOpts{Concurrency: meta.Workers, RunID: run, Name: queue.WorkerName() + "/" + run, Logger: s.Logger,
+	return queue.Start(ctx, db, &queue.WorkOpts{Concurrency: meta.Workers, RunID: run, Project: project, Name: queue.WorkerName() + "/" + run, Logger: s.Logger,
 		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
 			if a.RunID != run {
 				return nodes.AttemptResult{}, queue.ErrElsewhere
@@ -169,7 +170,7 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 		runs[a.RunID] = r
 		return r.p, nil
 	}
-	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Logger: s.Logger,
+	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Project: repo.Project(ctx), Logger: s.Logger,
 		Run: func(ctx context.Context, a queue.Args) (res nodes.AttemptResult, err error) {
 			if !repo.SameProject(ctx, a.Project) {
 				// A run of another repository that shares the
