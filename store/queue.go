@@ -52,6 +52,10 @@ type Queue interface {
 	// Leases returns the leases on run's attempts that have not lapsed, by
 	// task and attempt.
 	Leases(ctx context.Context, run string) ([]AttemptLease, error)
+	// AttemptJobs returns the queue's jobs of run's attempts, newest try
+	// state first by task and attempt; none when the run queued nothing
+	// (it ran its attempts itself).
+	AttemptJobs(ctx context.Context, run string) ([]AttemptJob, error)
 }
 
 // QueueWorker is a worker process as the queue knows it.
@@ -66,6 +70,18 @@ type QueueWorker struct {
 
 // AttemptLease is a worker's hold on a queued attempt, and what the worker
 // says it is doing.
+// AttemptJob is the queue's job of one attempt, as status reads it.
+type AttemptJob struct {
+	TaskID  string
+	Attempt int
+	// State is River's: available, running, retryable, completed…
+	State string
+	// Worker is the worker that took its last try, "" when none has.
+	Worker string
+	// LastError is what its last failed try said, "" when none failed.
+	LastError string
+}
+
 type AttemptLease struct {
 	JobID   int64
 	RunID   string

@@ -71,13 +71,18 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 
 // MarkWorkers names, on each of a run's in-flight attempts, the worker
 // process that holds it (host:pid) and what that worker says it is doing,
-// from the leases in the database; an attempt no worker holds is queued.
-// A SQLite store has none, and a run whose repo has no worker.remote
-// queues nothing (it runs its attempts itself): ws is left as it is.
+// from the leases in the database; for one no worker holds, what its job
+// in the queue says: waiting (with why its last try failed), or finished.
+// A SQLite store has no queue, and a run that queued nothing runs its
+// attempts itself: ws is left as it is.
 func (s *Session) MarkWorkers(ctx context.Context, run nodes.Run, ws []nodes.WorkerStatus) error {
 	db := s.queue()
-	if db == nil || !worktree.HasRemoteIn(ctx, run.Repo, s.Cfg.Worker.Remote) {
+	if db == nil {
 		return nil
+	}
+	jobs, err := db.AttemptJobs(ctx, run.ID)
+	if err != nil || len(jobs) == 0 {
+		return err
 	}
 	leases, err := db.Leases(ctx, run.ID)
 	if err != nil {
@@ -92,9 +97,24 @@ func (s *Session) MarkWorkers(ctx context.Context, run nodes.Run, ws []nodes.Wor
 				held = true
 			}
 		}
-		if !held && w.Activity == nodes.ActivityImplementing {
-			// No worker holds it: it waits in the queue.
-			ws[i].Activity = "queued; no taskloom worker has taken it yet"
+		if held || w.Activity != nodes.ActivityImplementing {
+			continue
+		}
+		ws[i].Activity = "queued; no taskloom worker has taken it yet"
+		for _, j := range jobs {
+			if j.TaskID != w.TaskID || j.Attempt != w.Attempt {
+				continue
+			}
+			switch j.State {
+			case "completed":
+				ws[i].Host, ws[i].Activity = j.Worker, "finished; the run takes its result next"
+			case "running":
+				ws[i].Host, ws[i].Activity = j.Worker, "taken by a worker"
+			default:
+				if j.LastError != "" {
+					ws[i].Activity = fmt.Sprintf("queued again; its last try failed on %s: %s", j.Worker, clip.Line(j.LastError, 160))
+				}
+			}
 		}
 	}
 	return nil

@@ -5,45 +5,64 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
-	"github.com/taskloom/taskloom/config"
-	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/queue"
 	"github.com/taskloom/taskloom/store"
+	"github.com/taskloom/taskloom/store/postgres"
 	"github.com/taskloom/taskloom/store/storetest"
 )
 
-// status shows which worker holds each queued attempt and what it does,
-// and an attempt that no worker holds as queued, not as being implemented.
+// status shows which worker holds each queued attempt and what it does;
+// for one no worker holds, what its job says: waiting (and why its last
+// try failed), or finished. A run that queued nothing is left alone.
 func TestMarkWorkers(t *testing.T) {
 	ctx := context.Background()
-	db := storetest.NewPostgres(t)
-	require.NoError(t, db.TakeLease(ctx, store.AttemptLease{JobID: 1, RunID: "r1", TaskID: "T1", Attempt: 2,
+	db, err := postgres.Open(ctx, checkpointtest.NewEmptyPostgresSchema(t), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	client, err := river.NewClient(db.RiverDriver(), &river.Config{})
+	require.NoError(t, err)
+	ids := map[string]int64{}
+	for _, a := range []queue.Args{{RunID: "r1", TaskID: "T1", Attempt: 2}, {RunID: "r1", TaskID: "T2", Attempt: 1},
+		{RunID: "r1", TaskID: "T4", Attempt: 1}, {RunID: "r1", TaskID: "T5", Attempt: 1}} {
+		res, err := client.Insert(ctx, a, nil)
+		require.NoError(t, err)
+		ids[a.TaskID] = res.Job.ID
+	}
+	_, err = db.Pool().Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now(), attempt = 1, attempted_by = '{box-b:8}' WHERE id = $1`, ids["T4"])
+	require.NoError(t, err)
+	_, err = db.Pool().Exec(ctx, `UPDATE river_job SET state = 'retryable', attempt = 1, attempted_by = '{box-c:9}',
+		errors = ARRAY['{"at": "2026-01-01T00:00:00Z", "attempt": 1, "error": "fetch: remote gone", "trace": ""}'::jsonb] WHERE id = $1`, ids["T5"])
+	require.NoError(t, err)
+	require.NoError(t, db.TakeLease(ctx, store.AttemptLease{JobID: ids["T1"], RunID: "r1", TaskID: "T1", Attempt: 2,
 		Worker: "box-a:7", Tool: "bash", Summary: "go test ./..."}, time.Minute))
-	// The run's repo has the remote its attempts are queued through.
-	repo := testkit.Repo(t, map[string]string{"a.txt": "a\n"})
-	testkit.Git(t, repo, "remote", "add", "origin", t.TempDir())
-	run := nodes.Run{ID: "r1", Repo: repo}
-	s := &Session{Saver: db, Cfg: config.Default()}
+	s := &Session{Saver: db}
 	ws := []nodes.WorkerStatus{
 		{Worker: 1, TaskID: "T1", Attempt: 2, Activity: nodes.ActivityImplementing},
 		{Worker: 2, TaskID: "T2", Attempt: 1, Activity: nodes.ActivityImplementing},
 		{Worker: 3, TaskID: "T3", Attempt: 1, Activity: "running tests"},
+		{Worker: 4, TaskID: "T4", Attempt: 1, Activity: nodes.ActivityImplementing},
+		{Worker: 5, TaskID: "T5", Attempt: 1, Activity: nodes.ActivityImplementing},
 	}
-	require.NoError(t, s.MarkWorkers(ctx, run, ws))
+	require.NoError(t, s.MarkWorkers(ctx, nodes.Run{ID: "r1"}, ws))
 	require.Equal(t, "box-a:7", ws[0].Host)
 	require.Equal(t, "bash go test ./...", ws[0].Activity)
 	require.Empty(t, ws[1].Host)
 	require.Equal(t, "queued; no taskloom worker has taken it yet", ws[1].Activity)
 	require.Equal(t, "running tests", ws[2].Activity, "the run's own tests need no worker")
+	require.Equal(t, "box-b:8", ws[3].Host)
+	require.Equal(t, "finished; the run takes its result next", ws[3].Activity)
+	require.Equal(t, "queued again; its last try failed on box-c:9: fetch: remote gone", ws[4].Activity)
 
-	// A SQLite store has no queue, and a run without the remote runs its
+	// A SQLite store has no queue, and a run that queued nothing runs its
 	// attempts itself: status is left as it is.
 	ws[1].Activity = nodes.ActivityImplementing
-	require.NoError(t, (&Session{Saver: storetest.NewSQLite(t), Cfg: config.Default()}).MarkWorkers(ctx, run, ws[1:2]))
+	require.NoError(t, (&Session{Saver: storetest.NewSQLite(t)}).MarkWorkers(ctx, nodes.Run{ID: "r1"}, ws[1:2]))
 	require.Equal(t, nodes.ActivityImplementing, ws[1].Activity)
-	alone := nodes.Run{ID: "r1", Repo: testkit.Repo(t, map[string]string{"a.txt": "a\n"})}
-	require.NoError(t, s.MarkWorkers(ctx, alone, ws[1:2]))
+	require.NoError(t, s.MarkWorkers(ctx, nodes.Run{ID: "r2"}, ws[1:2]))
 	require.Equal(t, nodes.ActivityImplementing, ws[1].Activity)
 }

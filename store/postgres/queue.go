@@ -108,6 +108,27 @@ func (p *Driver) Leases(ctx context.Context, run string) ([]store.AttemptLease, 
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AttemptLease, error) { return scanLease(r) })
 }
 
+// AttemptJobs implements store.Queue.
+func (p *Driver) AttemptJobs(ctx context.Context, run string) ([]store.AttemptJob, error) {
+	rows, err := p.pool.Query(ctx, `SELECT args->>'task_id', (args->>'attempt')::int, state::text,
+			coalesce(attempted_by[array_length(attempted_by, 1)], ''),
+			coalesce(errors[array_length(errors, 1)]->>'error', '')
+		FROM river_job WHERE kind = 'taskloom_attempt' AND args->>'run_id' = $1
+		ORDER BY args->>'task_id', (args->>'attempt')::int`, run)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.AttemptJob, error) {
+		var j store.AttemptJob
+		err := r.Scan(&j.TaskID, &j.Attempt, &j.State, &j.Worker, &j.LastError)
+		return j, err
+	})
+}
+
 // Requeue makes River's job available again at once when it is still
 // running its try'th try, whose worker is gone: it records reason among
 // the job's errors, as River's rescuer does, and drops the dead worker's
