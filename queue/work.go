@@ -81,7 +81,11 @@ func Start(ctx context.Context, db Store, opts *WorkOpts) (stop func(), err erro
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
-	if err := db.RegisterWorker(ctx, store.QueueWorker{Name: o.Name, Run: o.RunID, Concurrency: o.Concurrency}); err != nil {
+	run := o.RunID
+	if run == "" && o.Project != "" {
+		run = projectKey(o.Project)
+	}
+	if err := db.RegisterWorker(ctx, store.QueueWorker{Name: o.Name, Run: run, Concurrency: o.Concurrency}); err != nil {
 		return nil, fmt.Errorf("queue: register the worker: %w", err)
 	}
 	if err := client.Start(ctx); err != nil {
@@ -125,11 +129,32 @@ func unregister(ctx context.Context, db store.Queue, name string) {
 	_ = db.RemoveWorker(context.WithoutCancel(ctx), name)
 }
 
-// Slots returns how many attempts of run the live workers take at once:
-// those of every `taskloom worker` and the run's own.
-func Slots(ctx context.Context, db store.Queue, runID string) (int, error) {
-	return db.WorkerSlots(ctx, runID, 3*heartbeatEvery)
+// Slots returns how many attempts of run, in the repository named by
+// project, the live workers take at once: the run's own, those of the
+// `taskloom worker`s of that repository, and those of workers that could
+// not name theirs (they listen on the unnamed queue).
+func Slots(ctx context.Context, db store.Queue, runID, project string) (int, error) {
+	n, err := db.WorkerSlots(ctx, runID, 3*heartbeatEvery)
+	if err != nil || project == "" {
+		return n, err
+	}
+	// A worker registers under its project's key: the run's own and the
+	// unnamed ones are counted above, those of its project here, less
+	// the unnamed ones counted again.
+	mine, err := db.WorkerSlots(ctx, projectKey(project), 3*heartbeatEvery)
+	if err != nil {
+		return 0, err
+	}
+	unnamed, err := db.WorkerSlots(ctx, "", 3*heartbeatEvery)
+	if err != nil {
+		return 0, err
+	}
+	return n + mine - unnamed, nil
 }
+
+// projectKey is what a worker that takes any run of its project registers
+// as its run.
+func projectKey(project string) string { return "project:" + project }
 
 // soonRetry hands a failed try out again after a few seconds: the usual
 // failures (a remote or database out of reach on one machine) are cured by

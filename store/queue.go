@@ -62,7 +62,8 @@ type Queue interface {
 type QueueWorker struct {
 	// Name is host:pid, or host:pid/run for a run's own workers.
 	Name string
-	// Run is the one run whose attempts the worker takes; "" for any.
+	// Run is the one run whose attempts the worker takes; "" for any. (A
+	// queue may key it otherwise: by the repository whose runs it takes.)
 	Run string
 	// Concurrency is how many attempts it runs at once.
 	Concurrency int

@@ -49,7 +49,7 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 	run := p.RunID
 	p.Dispatcher, p.Remote = d, s.Cfg.Worker.Remote
 	p.SlotsFunc = func(ctx context.Context) int {
-		n, err := queue.Slots(ctx, db, run)
+		n, err := queue.Slots(ctx, db, run, project)
 		if err != nil {
 			return 0
 		}
