@@ -208,6 +208,7 @@ func TestRedactURL(t *testing.T) {
 		{".taskloom/taskloom.db", ".taskloom/taskloom.db"},
 		{"https://user:pw@mcp.example.com/mcp?token=abc&x=1", "https://user:xxxxx@mcp.example.com/mcp?token=xxxxx&x=1"},
 		{"https://mcp.example.com/mcp?api_key=abc", "https://mcp.example.com/mcp?api_key=xxxxx"},
+		{"http://127.0.0.1:1/mcp?auth=SECRET3&x=1", "http://127.0.0.1:1/mcp?auth=xxxxx&x=1"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, RedactURL(tt.in), "RedactURL(%q)", tt.in)

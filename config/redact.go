@@ -10,7 +10,7 @@ import (
 const mask = "xxxxx"
 
 var (
-	queryPassword = regexp.MustCompile(`(?i)([?&](?:password|passwd|token|access_token|api_?key|key|secret)=)[^&#]*`)
+	queryPassword = regexp.MustCompile(`(?i)([?&](?:password|passwd|pwd|token|access_token|auth|auth_token|api_?key|key|secret|sig|signature)=)[^&#]*`)
 	dsnPassword   = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
 	urlInText     = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
 )

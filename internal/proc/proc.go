@@ -212,6 +212,8 @@ func (f *outputFiles) close() {
 	for _, file := range []*os.File{f.stdout, f.stderr} {
 		if file != nil {
 			_ = file.Close()
+			// Where an open file cannot be removed (Windows), it goes now.
+			_ = os.Remove(file.Name())
 		}
 	}
 }
