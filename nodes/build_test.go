@@ -96,11 +96,7 @@ func TestBuildCulpritAloneEscalates(t *testing.T) {
 	h := newHarness(t, dir, p, storetest.NewMemory(t))
 	res, status := h.start()
 
-	require.Equal(t, RunPaused, status, logText(res.State))
-	ps := payloads(t, res)
-	require.Len(t, ps, 1)
-	require.Equal(t, "T2", ps[0].TaskID)
-	require.Equal(t, ReasonBuild, ps[0].Reason)
+	ps := []EscalationPayload{pausedFor(t, res, status, "T2", ReasonBuild)}
 	require.Contains(t, ps[0].Error, "go vet ./... exited with code 1: ")
 	require.Contains(t, ps[0].Error, "self-assignment of a")
 	// The reverted attempt's ref is its commit on the branch, which git
@@ -169,11 +165,7 @@ func TestBuildBisectsByTheCheckThatFailed(t *testing.T) {
 	p.BuildCommand = []string{"sh", "-c", "! grep -l BAD f*.txt 2>/dev/null"}
 	h := newHarness(t, dir, p, storetest.NewMemory(t))
 	res, status := h.start()
-	require.Equal(t, RunPaused, status, logText(res.State))
-	ps := payloads(t, res)
-	require.Len(t, ps, 1)
-	require.Equal(t, "T2", ps[0].TaskID)
-	require.Equal(t, ReasonBuild, ps[0].Reason)
+	pausedFor(t, res, status, "T2", ReasonBuild)
 	log := logText(res.State)
 	require.Contains(t, log, "T2/1 broke main")
 	require.NotContains(t, log, "no integrated task explains it")

@@ -257,6 +257,18 @@ func (h *harness) status() string {
 }
 
 // payloads decodes the pending interrupts.
+// pausedFor checks that the run paused for the review of one task, for
+// reason, and returns what the reviewer is shown.
+func pausedFor(t testing.TB, res graph.Result[State], status, taskID, reason string) EscalationPayload {
+	t.Helper()
+	require.Equal(t, RunPaused, status, logText(res.State))
+	ps := payloads(t, res)
+	require.Len(t, ps, 1)
+	require.Equal(t, taskID, ps[0].TaskID)
+	require.Equal(t, reason, ps[0].Reason)
+	return ps[0]
+}
+
 func payloads(t testing.TB, res graph.Result[State]) []EscalationPayload {
 	t.Helper()
 	var out []EscalationPayload

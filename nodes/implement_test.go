@@ -293,9 +293,7 @@ func TestWhyTheWorkerStoppedLeadsTheError(t *testing.T) {
 	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go")))
 	p.MaxAttempts = 1
 	res, status := newHarness(t, dir, p, storetest.NewMemory(t)).start()
-	require.Equal(t, RunPaused, status, logText(res.State))
-	ps := payloads(t, res)
-	require.Len(t, ps, 1)
+	ps := []EscalationPayload{pausedFor(t, res, status, "T1", ReasonMaxAttempts)}
 	require.True(t, strings.HasPrefix(ps[0].Error, "the worker stopped: blocked: stagnating: 3 iterations in a row changed nothing\n"), ps[0].Error)
 	require.Contains(t, ps[0].Error, "missing files (files_to_create, test_files): calc/add_test.go")
 }
