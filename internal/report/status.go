@@ -50,7 +50,9 @@ type Status struct {
 // Decided is a review decision recorded for an escalated task.
 type Decided struct {
 	TaskID string `json:"task_id"`
-	nodes.Decision
+	Action string `json:"action"`
+	// Note is always there, "" when the reviewer wrote none.
+	Note string `json:"note"`
 }
 
 // LinearIssue is a task's issue in Linear.
@@ -131,7 +133,7 @@ func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
 	}
 	decided, _ := nodes.RecordedDecisions(head) // one that cannot be read is not shown
 	for _, id := range slices.Sorted(maps.Keys(decided)) {
-		rep.Decisions = append(rep.Decisions, Decided{TaskID: id, Decision: decided[id]})
+		rep.Decisions = append(rep.Decisions, Decided{TaskID: id, Action: decided[id].Action, Note: decided[id].Note})
 	}
 	return rep
 }

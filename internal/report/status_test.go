@@ -73,7 +73,10 @@ func TestStatusListsRecordedDecisions(t *testing.T) {
 			Answer: json.RawMessage(`{"action":"skip","note":"not needed"}`)}},
 	}
 	rep := NewStatus(nodes.Run{ID: "r1", Status: nodes.RunPaused}, head)
-	require.Equal(t, []Decided{{TaskID: "T2", Decision: nodes.Decision{Action: "skip", Note: "not needed"}}}, rep.Decisions)
+	require.Equal(t, []Decided{{TaskID: "T2", Action: "skip", Note: "not needed"}}, rep.Decisions)
+	data, err := json.Marshal(Decided{TaskID: "T3", Action: "fixed"})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"task_id": "T3", "action": "fixed", "note": ""}`, string(data), "the documented keys, note even when empty")
 	require.Len(t, rep.Escalations, 1)
 	var out strings.Builder
 	require.NoError(t, rep.Write(&out))
