@@ -90,6 +90,18 @@ func RunStatus(ctx context.Context, s *session.Session, id string) (Status, erro
 	return st, nil
 }
 
+// updated is when the run last changed: its registry entry changes with
+// its status, its log with every step that says something.
+func (rep Status) updated() time.Time {
+	at := rep.run.UpdatedAt
+	if n := rep.head.State.Log.Len(); n > 0 {
+		if last := rep.head.State.Log.Items()[n-1].Time; last.After(at) {
+			at = last
+		}
+	}
+	return at
+}
+
 // NewStatus derives a run's status from its registry entry and its newest
 // state.
 func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
@@ -176,7 +188,7 @@ func (rep Status) Write(w io.Writer) error {
 		fmt.Fprintf(w, "why: %s\n", rep.Reason)
 	}
 	fmt.Fprintf(w, "product %s, repo %s\n", rep.run.ProductPath, rep.run.Repo)
-	fmt.Fprintf(w, "started %s, updated %s\n", localTime(rep.run.CreatedAt), localTime(rep.run.UpdatedAt))
+	fmt.Fprintf(w, "started %s, updated %s\n", localTime(rep.run.CreatedAt), localTime(rep.updated()))
 	sum := rep.Tasks
 	if sum.Total == 0 {
 		fmt.Fprintln(w, "no tasks planned yet")

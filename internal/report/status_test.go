@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -95,4 +96,16 @@ func TestStatusListsRecordedDecisions(t *testing.T) {
 	out.Reset()
 	require.NoError(t, rep.Write(&out))
 	require.Contains(t, out.String(), "next: taskloom resume r1 (the other tasks run first; the run then pauses for the review of T4)")
+}
+
+// A run in progress was updated at its newest log line, not when its
+// registry entry last changed (its start).
+func TestStatusUpdatedAtTheNewestStep(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.Local)
+	var st nodes.State
+	st.Log.Add(nodes.Entry{Time: start.Add(90 * time.Second), Text: "T1 passed its tests"})
+	rep := NewStatus(nodes.Run{ID: "r1", Status: nodes.RunRunning, CreatedAt: start, UpdatedAt: start}, graph.Result[nodes.State]{State: st})
+	var out strings.Builder
+	require.NoError(t, rep.Write(&out))
+	require.Contains(t, out.String(), "started 2026-01-02 03:04:05, updated 2026-01-02 03:05:35\n")
 }
