@@ -108,14 +108,28 @@ func WriteRuns(w io.Writer, rows []Row, dbURL string) error {
 		_, err := fmt.Fprintf(w, "no runs in %s; start one with taskloom run PRODUCT.md\n", checkpoint.MaskURL(dbURL))
 		return err
 	}
+	// A store that several repositories share (a team's PostgreSQL) lists
+	// their runs together: then each row says whose it is.
+	repos := false
+	for _, r := range rows {
+		repos = repos || r.Repo != rows[0].Repo
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPRODUCT\tSTATUS\tSTARTED\tPROGRESS")
+	header := "ID\tPRODUCT\tSTATUS\tSTARTED\tPROGRESS"
+	if repos {
+		header = "ID\tREPO\tPRODUCT\tSTATUS\tSTARTED\tPROGRESS"
+	}
+	fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		progress := fmt.Sprintf("%s (%d/%d)", r.Progress, r.Tasks.Completed, r.Tasks.Total)
 		if r.Error != "" {
 			progress = r.Progress + ": " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.RunID, productName(r.Product, r.Repo), r.Status, localTime(r.StartedAt), progress)
+		id := r.RunID
+		if repos {
+			id += "\t" + r.Repo
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, productName(r.Product, r.Repo), r.Status, localTime(r.StartedAt), progress)
 	}
 	return tw.Flush()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,4 +45,18 @@ func TestLiveStatus(t *testing.T) {
 	} {
 		require.Equal(t, c.want, liveStatus(nodes.Run{ID: c.id, Status: c.status}, threads, now), c.id)
 	}
+}
+
+// Runs of one repository list as they always did; runs of several (a
+// store a team shares) each say whose they are.
+func TestWriteRunsNamesTheRepoWhenThereAreSeveral(t *testing.T) {
+	one := []Row{{RunID: "r1", Product: "/a/PRODUCT.md", Repo: "/a", Status: nodes.RunCompleted, Progress: "100%"}}
+	var out strings.Builder
+	require.NoError(t, WriteRuns(&out, one, ""))
+	require.True(t, strings.HasPrefix(out.String(), "ID  PRODUCT"), out.String())
+	two := append(one, Row{RunID: "r2", Product: "/b/PRODUCT.md", Repo: "/b", Status: nodes.RunRunning, Progress: "0%"})
+	out.Reset()
+	require.NoError(t, WriteRuns(&out, two, ""))
+	require.True(t, strings.HasPrefix(out.String(), "ID  REPO  PRODUCT"), out.String())
+	require.Contains(t, out.String(), "r2  /b    PRODUCT.md")
 }
