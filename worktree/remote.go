@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -112,15 +111,17 @@ func (m *Manager) HasCommit(ctx context.Context, sha string) bool {
 	return err == nil
 }
 
-// Project names the repository's history by the oldest commit of the
-// target branch, which every clone of it shares whatever its remotes are
-// called; "" when this clone cannot tell (a shallow one, whose oldest
-// commit is a cut).
+// Project names the repository's history by the first commit of the
+// target branch, along its first parents: every clone of it shares that
+// commit whatever its remotes are called, however far behind it is, and
+// a history merged in later (a second parent) does not change it. It is
+// "" when this clone cannot tell (a shallow one, whose oldest commit is a
+// cut).
 func (m *Manager) Project(ctx context.Context) string {
 	if _, err := os.Stat(filepath.Join(m.commonDir, "shallow")); err == nil {
 		return ""
 	}
-	out, err := m.git(ctx, m.root, "rev-list", "--max-parents=0", m.mainRef)
+	out, err := m.git(ctx, m.root, "rev-list", "--first-parent", "--max-parents=0", m.mainRef)
 	if err != nil {
 		return ""
 	}
@@ -128,8 +129,7 @@ func (m *Manager) Project(ctx context.Context) string {
 	if len(roots) == 0 {
 		return ""
 	}
-	slices.Sort(roots)
-	return roots[0]
+	return roots[len(roots)-1]
 }
 
 // SameProject reports whether project (Project of another clone) may be

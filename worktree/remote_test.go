@@ -66,6 +66,11 @@ func TestProject(t *testing.T) {
 	pa := open(t, a, nil).Project(ctx)
 	require.Len(t, pa, 40)
 	require.Equal(t, pa, open(t, b, nil).Project(ctx))
+	// Another history merged into a's main later leaves its name, which
+	// b, a clone from before, still shares.
+	gitT(t, a, "fetch", "-q", other, "main")
+	gitT(t, a, "merge", "-q", "--allow-unrelated-histories", "-m", "merge another history", "FETCH_HEAD")
+	require.Equal(t, pa, open(t, a, nil).Project(ctx))
 	require.True(t, open(t, b, nil).SameProject(ctx, pa))
 	require.False(t, open(t, other, nil).SameProject(ctx, pa))
 	require.True(t, open(t, other, nil).SameProject(ctx, ""), "a job that names none")
