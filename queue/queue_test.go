@@ -333,6 +333,12 @@ func TestAttemptsGoToTheirProjectsQueue(t *testing.T) {
 	defer stop()
 	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: "scripted:x", Lease: 5 * time.Second, Project: project})
 	require.NoError(t, err)
+	// An older version's worker names no repository: it listens on the
+	// unnamed queue alone.
+	stopOld, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "old:3", Concurrency: 2, Poll: 100 * time.Millisecond,
+		Run: func(context.Context, queue.Args) (nodes.AttemptResult, error) { return nodes.AttemptResult{}, queue.ErrElsewhere }})
+	require.NoError(t, err)
+	defer stopOld()
 	// The run counts the slots of its repository's workers alone.
 	n, err := queue.Slots(ctx, db, "r1", project)
 	require.NoError(t, err)
@@ -341,4 +347,12 @@ func TestAttemptsGoToTheirProjectsQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "mine:2", res.Worker)
 	require.Zero(t, fetched.Load(), "the other repository's worker fetched the job")
+	stopOld()
+	// A job on the unnamed queue (queued by an older version, or by a run
+	// in a shallow clone) is still taken.
+	legacy, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: "scripted:x", Lease: 5 * time.Second})
+	require.NoError(t, err)
+	res, err = legacy.Dispatch(ctx, job(t, run, "r1", "T2"), func(nodes.Activity) {})
+	require.NoError(t, err)
+	require.Equal(t, "mine:2", res.Worker)
 }

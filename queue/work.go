@@ -65,7 +65,10 @@ func Start(ctx context.Context, db Store, opts *WorkOpts) (stop func(), err erro
 	}
 	client, err := river.NewClient(db.RiverDriver(), &river.Config{
 		ID:      o.Name,
-		Queues:  map[string]river.QueueConfig{QueueOf(o.Project): {MaxWorkers: o.Concurrency}},
+		// The unnamed queue too: a run whose repository could not be
+		// named (a shallow clone), and jobs an older version queued, go
+		// there; Run turns away those of another repository.
+		Queues: queues(o.Project, o.Concurrency),
 		Workers: workers,
 		// An attempt is bounded by worker.timeout, not by River.
 		JobTimeout: -1,
@@ -129,18 +132,27 @@ func unregister(ctx context.Context, db store.Queue, name string) {
 	_ = db.RemoveWorker(context.WithoutCancel(ctx), name)
 }
 
+// queues are the River queues a worker of project listens on.
+func queues(project string, concurrency int) map[string]river.QueueConfig {
+	q := map[string]river.QueueConfig{Name: {MaxWorkers: concurrency}}
+	if project != "" {
+		q[QueueOf(project)] = river.QueueConfig{MaxWorkers: concurrency}
+	}
+	return q
+}
+
 // Slots returns how many attempts of run, in the repository named by
-// project, the live workers take at once: the run's own, those of the
-// `taskloom worker`s of that repository, and those of workers that could
-// not name theirs (they listen on the unnamed queue).
+// project, the live workers take at once: the run's own, and those of the
+// `taskloom worker`s that listen on its queue. With a project, those are
+// the workers of that repository; workers that name none (an older
+// version's) listen only on the unnamed queue, and do not count.
 func Slots(ctx context.Context, db store.Queue, runID, project string) (int, error) {
 	n, err := db.WorkerSlots(ctx, runID, 3*heartbeatEvery)
 	if err != nil || project == "" {
 		return n, err
 	}
-	// A worker registers under its project's key: the run's own and the
-	// unnamed ones are counted above, those of its project here, less
-	// the unnamed ones counted again.
+	// WorkerSlots counts the unnamed workers with every key: take them out
+	// of both sums.
 	mine, err := db.WorkerSlots(ctx, projectKey(project), 3*heartbeatEvery)
 	if err != nil {
 		return 0, err
@@ -149,7 +161,7 @@ func Slots(ctx context.Context, db store.Queue, runID, project string) (int, err
 	if err != nil {
 		return 0, err
 	}
-	return n + mine - unnamed, nil
+	return n + mine - 2*unnamed, nil
 }
 
 // projectKey is what a worker that takes any run of its project registers

@@ -175,6 +175,12 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	if err != nil {
 		return err
 	}
+	project := repo.Project(ctx)
+	if project == "" {
+		// Its runs' attempts go to their repository's queue, which a
+		// clone that cannot name it does not know.
+		return fmt.Errorf("%s is a shallow clone, which cannot tell which repository's attempts are its own: clone in full (or git fetch --unshallow), then start taskloom worker again", s.Repo)
+	}
 	var mu, outMu sync.Mutex
 	runs := map[string]*jobRun{}
 	get := func(ctx context.Context, a queue.Args) (*nodes.Pipeline, error) {
@@ -190,7 +196,7 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 		runs[a.RunID] = r
 		return r.p, nil
 	}
-	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Project: repo.Project(ctx), Logger: s.Logger,
+	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Concurrency: max(o.Concurrency, 1), Project: project, Logger: s.Logger,
 		Run: func(ctx context.Context, a queue.Args) (res nodes.AttemptResult, err error) {
 			if !repo.SameProject(ctx, a.Project) {
 				// A run of another repository that shares the
