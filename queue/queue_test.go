@@ -336,7 +336,9 @@ func TestAttemptsGoToTheirProjectsQueue(t *testing.T) {
 	// An older version's worker names no repository: it listens on the
 	// unnamed queue alone.
 	stopOld, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "old:3", Concurrency: 2, Poll: 100 * time.Millisecond,
-		Run: func(context.Context, queue.Args) (nodes.AttemptResult, error) { return nodes.AttemptResult{}, queue.ErrElsewhere }})
+		Run: func(context.Context, queue.Args) (nodes.AttemptResult, error) {
+			return nodes.AttemptResult{}, queue.ErrElsewhere
+		}})
 	require.NoError(t, err)
 	defer stopOld()
 	// The run counts the slots of its repository's workers alone.

@@ -64,11 +64,11 @@ func Start(ctx context.Context, db Store, opts *WorkOpts) (stop func(), err erro
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	client, err := river.NewClient(db.RiverDriver(), &river.Config{
-		ID:      o.Name,
+		ID: o.Name,
 		// The unnamed queue too: a run whose repository could not be
 		// named (a shallow clone), and jobs an older version queued, go
 		// there; Run turns away those of another repository.
-		Queues: queues(o.Project, o.Concurrency),
+		Queues:  queues(o.Project, o.Concurrency),
 		Workers: workers,
 		// An attempt is bounded by worker.timeout, not by River.
 		JobTimeout: -1,
