@@ -10,7 +10,6 @@ import (
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/review"
 	"github.com/taskloom/taskloom/internal/session"
-	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/ui"
 )
 
@@ -65,9 +64,7 @@ func (o *uiOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) error
 		flags = append(flags, "--db", review.ShellQuote(config.RedactURL(s.DBURL)))
 	}
 	err = ui.Serve(ctx, ui.Opts{Saver: s.Saver, Store: s.Store, RunID: run.ID, Addr: o.Addr, AllowRemote: o.AllowRemote,
-		ResumeFlags: flags, Logger: s.Logger,
-		WorkersFunc: func(ctx context.Context, _ string, ws []nodes.WorkerStatus) error { return s.MarkWorkers(ctx, run, ws) },
-	}, func(url string) {
+		ResumeFlags: flags, WorkersFunc: s.MarkWorkers, Logger: s.Logger}, func(url string) {
 		fmt.Fprintf(w, "taskloom ui: run %s at %s (Ctrl-C to stop)\n", run.ID, url)
 	})
 	if err == nil && ctx.Err() != nil {

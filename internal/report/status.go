@@ -84,7 +84,7 @@ func RunStatus(ctx context.Context, s *session.Session, id string) (Status, erro
 	st := NewStatus(run, head)
 	// Attempts on the queue are held by workers, here or elsewhere, which
 	// say what they are doing in the database.
-	if err := s.MarkWorkers(ctx, run, st.Workers); err != nil {
+	if err := s.MarkWorkers(ctx, run.ID, st.Workers); err != nil {
 		return st, err
 	}
 	return st, nil

@@ -75,16 +75,16 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 // in the queue says: waiting (with why its last try failed), or finished.
 // A SQLite store has no queue, and a run that queued nothing runs its
 // attempts itself: ws is left as it is.
-func (s *Session) MarkWorkers(ctx context.Context, run nodes.Run, ws []nodes.WorkerStatus) error {
+func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.WorkerStatus) error {
 	db := s.queue()
 	if db == nil {
 		return nil
 	}
-	jobs, err := db.AttemptJobs(ctx, run.ID)
+	jobs, err := db.AttemptJobs(ctx, runID)
 	if err != nil || len(jobs) == 0 {
 		return err
 	}
-	leases, err := db.Leases(ctx, run.ID)
+	leases, err := db.Leases(ctx, runID)
 	if err != nil {
 		return err
 	}

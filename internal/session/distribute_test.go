@@ -48,7 +48,7 @@ func TestMarkWorkers(t *testing.T) {
 		{Worker: 4, TaskID: "T4", Attempt: 1, Activity: nodes.ActivityImplementing},
 		{Worker: 5, TaskID: "T5", Attempt: 1, Activity: nodes.ActivityImplementing},
 	}
-	require.NoError(t, s.MarkWorkers(ctx, nodes.Run{ID: "r1"}, ws))
+	require.NoError(t, s.MarkWorkers(ctx, "r1", ws))
 	require.Equal(t, "box-a:7", ws[0].Host)
 	require.Equal(t, "bash go test ./...", ws[0].Activity)
 	require.Empty(t, ws[1].Host)
@@ -61,8 +61,8 @@ func TestMarkWorkers(t *testing.T) {
 	// A SQLite store has no queue, and a run that queued nothing runs its
 	// attempts itself: status is left as it is.
 	ws[1].Activity = nodes.ActivityImplementing
-	require.NoError(t, (&Session{Saver: storetest.NewSQLite(t)}).MarkWorkers(ctx, nodes.Run{ID: "r1"}, ws[1:2]))
+	require.NoError(t, (&Session{Saver: storetest.NewSQLite(t)}).MarkWorkers(ctx, "r1", ws[1:2]))
 	require.Equal(t, nodes.ActivityImplementing, ws[1].Activity)
-	require.NoError(t, s.MarkWorkers(ctx, nodes.Run{ID: "r2"}, ws[1:2]))
+	require.NoError(t, s.MarkWorkers(ctx, "r2", ws[1:2]))
 	require.Equal(t, nodes.ActivityImplementing, ws[1].Activity)
 }
