@@ -358,3 +358,44 @@ func TestAttemptsGoToTheirProjectsQueue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "mine:2", res.Worker)
 }
+
+// A worker listens on its project's queue and on the unnamed one; River
+// bounds each queue alone, so jobs on both must not run it past its
+// concurrency.
+func TestWorkerKeepsItsConcurrencyAcrossQueues(t *testing.T) {
+	ctx := context.Background()
+	_, runDir, workerDir := repos(t)
+	db := newDB(t)
+	run, wrk := open(t, runDir), open(t, workerDir)
+	p := &nodes.Pipeline{Repo: wrk, Worker: writer(nil), Remote: "origin"}
+	var active, most atomic.Int32
+	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "one:1", Concurrency: 1, Project: wrk.Project(ctx), Poll: 100 * time.Millisecond,
+		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
+			n := active.Add(1)
+			defer active.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(500 * time.Millisecond)
+			return work(p)(ctx, a)
+		}})
+	require.NoError(t, err)
+	defer stop()
+	named, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: "scripted:x", Lease: 5 * time.Second, Project: run.Project(ctx)})
+	require.NoError(t, err)
+	unnamed, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: "scripted:x", Lease: 5 * time.Second})
+	require.NoError(t, err)
+	j1, j2 := job(t, run, "r1", "T1"), job(t, run, "r1", "T2")
+	errs := make(chan error, 2)
+	for _, dj := range []struct {
+		d *queue.Dispatcher
+		j nodes.AttemptJob
+	}{{named, j1}, {unnamed, j2}} {
+		go func() {
+			_, err := dj.d.Dispatch(ctx, dj.j, func(nodes.Activity) {})
+			errs <- err
+		}()
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	require.EqualValues(t, 1, most.Load(), "a worker of concurrency 1 ran attempts side by side")
+}

@@ -60,7 +60,8 @@ func Start(ctx context.Context, db Store, opts *WorkOpts) (stop func(), err erro
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &attemptWorker{db: db, opts: o}); err != nil {
+	w := &attemptWorker{db: db, opts: o, slots: make(chan struct{}, o.Concurrency)}
+	if err := river.AddWorkerSafely(workers, w); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	client, err := river.NewClient(db.RiverDriver(), &river.Config{
@@ -181,9 +182,20 @@ type attemptWorker struct {
 	river.WorkerDefaults[Args]
 	db   Store
 	opts WorkOpts
+	// slots holds a token per attempt running here. River bounds each
+	// queue on its own, and a worker listens on two, so it could run
+	// twice its concurrency; a job that finds every slot taken is put
+	// back for another worker, which costs it no try.
+	slots chan struct{}
 }
 
 func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
+	select {
+	case w.slots <- struct{}{}:
+		defer func() { <-w.slots }()
+	default:
+		return river.JobSnooze(time.Second)
+	}
 	a := job.Args
 	lease := a.Lease
 	if lease <= 0 {
