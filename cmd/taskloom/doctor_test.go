@@ -61,6 +61,14 @@ func TestDoctor(t *testing.T) {
 	require.Contains(t, out, "golangci-lint-missing is not found in the sandbox's PATH: install it, or set build_verification.command")
 	require.NoError(t, os.Remove(filepath.Join(dir, ".project-config.json")))
 
+	// A --db it cannot use fails the config; the store is not then
+	// reported as the default SQLite file, which the user did not ask for.
+	code, out, _ = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session, "--db", "host=localhost user=postgres")
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "FAIL config")
+	require.NotContains(t, out, "SQLite")
+	require.Contains(t, out, "not checked until the config loads")
+
 	// Outside a git repo it says so in one line, and fails.
 	code, out, _ = taskloom(t, "doctor", "--repo", t.TempDir(), "--model", "scripted:"+session)
 	require.Equal(t, exitError, code)

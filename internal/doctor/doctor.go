@@ -69,21 +69,23 @@ func Run(ctx context.Context, repo string, load LoadFunc) ([]Check, error) {
 		r.checkBranch(ctx, root)
 	}
 
-	cfg, cerr := load(root)
-	if cerr != nil {
+	if cfg, cerr := load(root); cerr != nil {
+		// The defaults are not what the user asked for: checking the
+		// store or the model they name would pass or fail the wrong
+		// thing.
 		r.add("config", "fail", "%v", cerr)
-		cfg = config.Default()
+		r.add("others", "warn", "store, model, verify, MCP and Linear not checked until the config loads")
 	} else {
 		r.add("config", "ok", "%s", configSource(root))
+		r.checkStore(ctx, cfg, root, rerr == nil)
+		if rerr == nil {
+			r.checkWorkers(ctx, cfg, root)
+		}
+		r.checkModel(cfg)
+		r.checkVerify(ctx, cfg, root)
+		r.checkMCP(ctx, cfg)
+		r.checkLinear(ctx, cfg)
 	}
-	r.checkStore(ctx, cfg, root, rerr == nil)
-	if rerr == nil {
-		r.checkWorkers(ctx, cfg, root)
-	}
-	r.checkModel(cfg)
-	r.checkVerify(ctx, cfg, root)
-	r.checkMCP(ctx, cfg)
-	r.checkLinear(ctx, cfg)
 
 	if st := proc.Probe(); st.Complete() {
 		r.add("sandbox", "ok", "%s", st)
