@@ -363,28 +363,14 @@ func TestE2ECorruptCheckpoint(t *testing.T) {
 	}
 }
 
-// corrupt replaces the bytes of run runID's newest checkpoint with bytes
-// that decode as nothing, and returns its step.
+// corrupt damages run runID's newest checkpoint in the store at db and
+// returns its step.
 func corrupt(t *testing.T, db, runID string) int64 {
 	t.Helper()
-	ctx := context.Background()
-	s, err := session.OpenStore(ctx, db, &session.StoreOpts{SkipMigrate: true})
+	s, err := session.OpenStore(context.Background(), db, &session.StoreOpts{SkipMigrate: true})
 	require.NoError(t, err)
 	defer s.Close()
-	garbage := []byte{0x00, 0xff, 0x13, 0x37}
-	var head int64
-	switch sv := s.(type) {
-	case *sqlite.Driver:
-		require.NoError(t, sv.DB().QueryRowContext(ctx, `SELECT head FROM threads WHERE thread_id = ?`, runID).Scan(&head))
-		_, err = sv.DB().ExecContext(ctx, `UPDATE checkpoints SET deltas = ?1,
-			snapshot = CASE WHEN snapshot IS NULL THEN NULL ELSE ?1 END WHERE thread_id = ?2 AND step = ?3`, garbage, runID, head)
-	case *postgres.Driver:
-		require.NoError(t, sv.Pool().QueryRow(ctx, `SELECT head FROM threads WHERE thread_id = $1`, runID).Scan(&head))
-		_, err = sv.Pool().Exec(ctx, `UPDATE checkpoints SET deltas = $1::bytea,
-			snapshot = CASE WHEN snapshot IS NULL THEN NULL ELSE $1 END WHERE thread_id = $2 AND step = $3`, garbage, runID, head)
-	}
-	require.NoError(t, err)
-	return head
+	return storetest.DamageHead(t, s, runID)
 }
 
 // TestE2ESQLiteFileGone: the run's SQLite file is deleted, or replaced by

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/internal/session"
-	"github.com/taskloom/taskloom/store/sqlite"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 // TestForkAfterADamagedCheckpoint follows the way on that a damaged
@@ -93,20 +93,12 @@ func onceEach(t *testing.T, dir string, runs ...string) {
 	}
 }
 
-// damageHead replaces run runID's newest checkpoint with bytes that
-// decode as nothing, in the SQLite store at db, and returns its step.
+// damageHead damages run runID's newest checkpoint in the SQLite store at
+// db and returns its step.
 func damageHead(t *testing.T, db, runID string) int64 {
 	t.Helper()
-	ctx := context.Background()
-	s, err := session.OpenStore(ctx, db, &session.StoreOpts{SkipMigrate: true})
+	s, err := session.OpenStore(context.Background(), db, &session.StoreOpts{SkipMigrate: true})
 	require.NoError(t, err)
 	defer s.Close()
-	sv, ok := s.(*sqlite.Driver)
-	require.True(t, ok, "a SQLite store")
-	var head int64
-	require.NoError(t, sv.DB().QueryRowContext(ctx, `SELECT head FROM threads WHERE thread_id = ?`, runID).Scan(&head))
-	_, err = sv.DB().ExecContext(ctx, `UPDATE checkpoints SET deltas = ?1,
-		snapshot = CASE WHEN snapshot IS NULL THEN NULL ELSE ?1 END WHERE thread_id = ?2 AND step = ?3`, []byte{0x00, 0xff}, runID, head)
-	require.NoError(t, err)
-	return head
+	return storetest.DamageHead(t, s, runID)
 }
