@@ -350,8 +350,8 @@ func TestAttemptsGoToTheirProjectsQueue(t *testing.T) {
 	require.Equal(t, "mine:2", res.Worker)
 	require.Zero(t, fetched.Load(), "the other repository's worker fetched the job")
 	stopOld()
-	// A job on the unnamed queue (queued by an older version, or by a run
-	// in a shallow clone) is still taken.
+	// A job on the unnamed queue (an older version queued it) is still
+	// taken.
 	legacy, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: "scripted:x", Lease: 5 * time.Second})
 	require.NoError(t, err)
 	res, err = legacy.Dispatch(ctx, job(t, run, "r1", "T2"), func(nodes.Activity) {})

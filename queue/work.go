@@ -66,8 +66,7 @@ func Start(ctx context.Context, db Store, opts *WorkOpts) (stop func(), err erro
 	}
 	client, err := river.NewClient(db.RiverDriver(), &river.Config{
 		ID: o.Name,
-		// The unnamed queue too: a run whose repository could not be
-		// named (a shallow clone), and jobs an older version queued, go
+		// The unnamed queue too: jobs an older version queued are
 		// there; Run turns away those of another repository.
 		Queues:  queues(o.Project, o.Concurrency),
 		Workers: workers,

@@ -101,6 +101,16 @@ func (m *Manager) DropRemote(ctx context.Context, remote, run string) (int, erro
 	return n, nil
 }
 
+// RemoteHas reports whether ref is on remote. An error says the remote
+// did not answer.
+func (m *Manager) RemoteHas(ctx context.Context, remote, ref string) (bool, error) {
+	out, err := m.remoteGit(ctx, "ls-remote", "--refs", remote, ref)
+	if err != nil {
+		return false, fmt.Errorf("list %s on %s: %w", ref, remote, err)
+	}
+	return strings.TrimSpace(out) != "", nil
+}
+
 // fetchSeq numbers scratch branches; with the process ID it keeps them
 // apart across processes sharing a repository.
 var fetchSeq atomic.Int64

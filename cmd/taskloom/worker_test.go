@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/store/storetest"
 )
 
 func TestWorkerNeedsThePostgresDatabase(t *testing.T) {
@@ -33,4 +34,19 @@ func TestRunWithoutWorkersNeedsTheQueue(t *testing.T) {
 	code, out, _ := runCLI(t, "runs", "--repo", repo)
 	require.Equal(t, 0, code)
 	require.NotContains(t, out, "interrupted", "the refused run left no record")
+}
+
+// A shallow clone cannot name its repository for the queue, so a run there
+// does not hand its attempts to workers, which could be another
+// repository's.
+func TestShallowCloneKeepsItsAttempts(t *testing.T) {
+	src := testkit.Repo(t, map[string]string{"PRODUCT.md": "# p\n",
+		"script.json": `{"conversations": [{"match": "x", "replies": [{"content": "x"}]}]}`})
+	testkit.Git(t, src, "commit", "-q", "--allow-empty", "-m", "second")
+	shallow := filepath.Join(t.TempDir(), "shallow")
+	testkit.Git(t, src, "clone", "-q", "--depth=1", "file://"+src, shallow)
+	code, _, errOut := runCLI(t, "run", filepath.Join(shallow, "PRODUCT.md"), "--repo", shallow, "--workers", "0",
+		"--db", storetest.NewPostgresSchema(t), "--model", "scripted:"+filepath.Join(shallow, "script.json"))
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "cannot tell this shallow clone's attempts from another repository's")
 }

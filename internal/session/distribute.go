@@ -36,11 +36,22 @@ func (s *Session) distribute(ctx context.Context, p *nodes.Pipeline, meta Meta) 
 		}
 		return func() {}, nil
 	}
+	project := p.Repo.Project(ctx)
+	if project == "" {
+		// A shallow clone cannot name its repository, so its jobs would
+		// go where the workers of every repository sharing the database
+		// look, and another's would take them and fail them try after
+		// try. Its attempts run here.
+		if meta.Workers == 0 {
+			return nil, fmt.Errorf("%w, which cannot tell this shallow clone's attempts from another repository's: clone in full (or git fetch --unshallow), or run with --workers 1 or more", ErrNoWorkers)
+		}
+		s.Logger.InfoContext(ctx, "a shallow clone: attempts run in this process, not on taskloom workers")
+		return func() {}, nil
+	}
 	cfg, err := json.Marshal(jobConfig(s.Cfg))
 	if err != nil {
 		return nil, err
 	}
-	project := p.Repo.Project(ctx)
 	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Model: meta.Model, Config: cfg, Lease: s.Cfg.Worker.Lease.Duration,
 		Project: project, Logger: s.Logger})
 	if err != nil {
@@ -203,6 +214,10 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 				// database: its own workers take it.
 				return nodes.AttemptResult{}, queue.ErrElsewhere
 			}
+			p, err := get(ctx, a)
+			if err == nil && !baseHere(ctx, repo, p.Remote, a) {
+				return nodes.AttemptResult{}, queue.ErrElsewhere
+			}
 			say := func(format string, args ...any) {
 				if o.Out != nil {
 					outMu.Lock()
@@ -220,7 +235,6 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 					say("finished: %s", clip.Line(res.Note, 200))
 				}
 			}()
-			p, err := get(ctx, a)
 			if err != nil {
 				return nodes.AttemptResult{}, err
 			}
@@ -265,4 +279,16 @@ func (s *Session) jobRun(ctx context.Context, a queue.Args) (*jobRun, error) {
 	}
 	p.Remote = cfg.Worker.Remote
 	return &jobRun{s: js, p: p}, nil
+}
+
+// baseHere reports whether the attempt of a, a job that names no
+// repository (an older version queued it), can start here: its base is in
+// repo or on its remote. Another repository's job is turned away before it
+// costs a try; a remote that does not answer leaves that to the fetch.
+func baseHere(ctx context.Context, repo *worktree.Manager, remote string, a queue.Args) bool {
+	if a.Project != "" || a.Job.Base == "" || repo.HasCommit(ctx, a.Job.Base) {
+		return true
+	}
+	ok, err := repo.RemoteHas(ctx, remote, worktree.BaseRef(a.RunID, a.TaskID, a.Attempt))
+	return ok || err != nil
 }

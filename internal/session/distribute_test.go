@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
+	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/queue"
 	"github.com/taskloom/taskloom/store"
 	"github.com/taskloom/taskloom/store/postgres"
 	"github.com/taskloom/taskloom/store/storetest"
+	"github.com/taskloom/taskloom/worktree"
 )
 
 // status shows which worker holds each queued attempt and what it does;
@@ -65,4 +68,28 @@ func TestMarkWorkers(t *testing.T) {
 	require.Equal(t, nodes.ActivityImplementing, ws[1].Activity)
 	require.NoError(t, s.MarkWorkers(ctx, "r2", ws[1:2]))
 	require.Equal(t, nodes.ActivityImplementing, ws[1].Activity)
+}
+
+// A job that names no repository (an older version queued it) is turned
+// away, at no cost of a try, by a worker whose remote does not have its
+// base: another repository's. One whose base is on the remote, or whose
+// remote does not answer, is taken.
+func TestBaseHere(t *testing.T) {
+	ctx := context.Background()
+	remote := t.TempDir()
+	testkit.Git(t, remote, "init", "-q", "--bare")
+	repo := testkit.Repo(t, map[string]string{"a.txt": "a\n"})
+	testkit.Git(t, repo, "remote", "add", "origin", remote)
+	m, err := worktree.Open(ctx, repo, nil)
+	require.NoError(t, err)
+	other := testkit.Repo(t, map[string]string{"b.txt": "b\n"})
+	base := strings.TrimSpace(testkit.Git(t, other, "rev-parse", "HEAD"))
+	a := queue.Args{RunID: "r1", TaskID: "T1", Attempt: 1, Job: nodes.AttemptJob{RunID: "r1", Attempt: 1, Base: base}}
+
+	require.False(t, baseHere(ctx, m, "origin", a), "another repository's job")
+	testkit.Git(t, other, "push", "-q", remote, "HEAD:"+worktree.BaseRef("r1", "T1", 1))
+	require.True(t, baseHere(ctx, m, "origin", a), "the base is on the remote")
+	require.True(t, baseHere(ctx, m, "nowhere", a), "a remote that does not answer decides nothing")
+	named := queue.Args{Project: "0123456789abcdef0123456789abcdef01234567", Job: nodes.AttemptJob{Base: base}}
+	require.True(t, baseHere(ctx, m, "origin", named), "a job that names its repository is for SameProject to judge")
 }
