@@ -126,15 +126,17 @@ const maxHonoured = 5 * time.Minute
 // for a 429 only, or for any response whose remaining count is 0. ok is
 // false when the response names no wait.
 func retryAfter(h http.Header, status int, now time.Time) (time.Duration, bool) {
-	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms >= 0 {
+	// A wait of zero or less (retry-after: 0, a date gone by) names no
+	// wait: taken literally, every retry would be spent at once.
+	if ms, err := strconv.ParseFloat(h.Get("retry-after-ms"), 64); err == nil && ms > 0 {
 		return min(time.Duration(ms*float64(time.Millisecond)), maxHonoured), true
 	}
 	if v := strings.TrimSpace(h.Get("retry-after")); v != "" {
-		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
 			return min(time.Duration(s*float64(time.Second)), maxHonoured), true
 		}
-		if t, err := http.ParseTime(v); err == nil {
-			return min(max(t.Sub(now), 0), maxHonoured), true
+		if t, err := http.ParseTime(v); err == nil && t.After(now) {
+			return min(t.Sub(now), maxHonoured), true
 		}
 	}
 	var wait time.Duration
@@ -162,7 +164,7 @@ func retryAfter(h http.Header, status int, now time.Time) (time.Duration, bool) 
 		found = true
 		wait = max(wait, d)
 	}
-	return min(max(wait, 0), maxHonoured), found
+	return min(wait, maxHonoured), found && wait > 0
 }
 
 // errorMessage finds the message in an error body of any of the shapes

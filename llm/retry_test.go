@@ -409,3 +409,46 @@ func TestRetryAfterHeaders(t *testing.T) {
 		require.Equal(t, tt.want, got, tt.name)
 	}
 }
+
+// Gateways report an upstream failure with status 200 and keep a slow
+// reply alive with comment lines before its JSON; a retry-after of 0
+// names no wait. Each failure is retried in place like its status would
+// be, and one that asking again cannot mend is not.
+func TestFailuresIn200Replies(t *testing.T) {
+	t.Parallel()
+	for _, spec := range bothProviders {
+		t.Run(spec, func(t *testing.T) {
+			t.Parallel()
+			s := setupProvider(t, spec, faultsOnFirstTries(
+				llmtest.Fault{Status: 200, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded (in a 200)"}}`},
+				llmtest.Fault{Status: 200, Body: `{"error":{"code":502,"message":"upstream went away"}}`},
+				llmtest.Fault{Status: 429, Header: retryAfterHeader("0")},
+				llmtest.Fault{Keepalive: true},
+			), nil)
+			resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
+			require.NoError(t, err)
+			require.Len(t, resp.Choices[0].ToolCalls, 1, "the reply after the keep-alive lines is read")
+			var reasons []string
+			for _, w := range s.Waits() {
+				reasons = append(reasons, w.Reason)
+			}
+			require.Equal(t, []string{KindOverloaded, KindServer, KindRateLimit}, reasons)
+			require.Equal(t, 2*time.Second, s.clock.Waits()[2], "retry-after: 0 waits the backoff")
+
+			refused := setupProvider(t, spec, faultsOnFirstTries(
+				llmtest.Fault{Status: 200, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
+			), nil)
+			_, err = refused.model.GenerateContent(context.Background(), userMsg("Task: T1"))
+			var perr *ProviderError
+			require.ErrorAs(t, err, &perr)
+			require.Equal(t, KindRequest, perr.Kind)
+			require.Contains(t, err.Error(), "invalid x-api-key")
+			require.Len(t, refused.srv.Calls(), 1)
+
+			page := setupProvider(t, spec, faultsOnFirstTries(llmtest.Fault{Status: 200, Body: "<!doctype html><html>It works!</html>"}), nil)
+			_, err = page.model.GenerateContent(context.Background(), userMsg("Task: T1"))
+			require.ErrorContains(t, err, "the reply is a web page, not the API's JSON: check the provider's base URL")
+			require.Len(t, page.srv.Calls(), 1)
+		})
+	}
+}

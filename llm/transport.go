@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -262,6 +263,9 @@ func (t *guardTransport) try(ctx context.Context, req *http.Request, body []byte
 		return resp, nil
 	}
 	br := bufio.NewReaderSize(resp.Body, 4096)
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		skipComments(br)
+	}
 	head, _ := br.Peek(16)
 	head = bytes.TrimLeft(head, " \t\r\n")
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
@@ -283,12 +287,22 @@ func (t *guardTransport) try(ctx context.Context, req *http.Request, body []byte
 	if err != nil {
 		return nil, t.lost(actx, err)
 	}
+	if bytes.HasPrefix(bytes.TrimSpace(data), []byte("<")) {
+		// A web page, not the API: asking again changes nothing.
+		return nil, &failure{kind: KindRequest, status: resp.StatusCode,
+			msg: "the reply is a web page, not the API's JSON: check the provider's base URL (the API's root)"}
+	}
 	if !json.Valid(data) {
 		// A body that ended cleanly but early, as when a proxy closes
 		// the connection: the reply never came whole, so the request is
 		// tried again like any reply lost on the way.
 		return nil, &failure{kind: KindReset, retry: true,
 			msg: fmt.Sprintf("the reply's body ended before its JSON did (%d bytes)", len(data))}
+	}
+	if f := errorInReply(data); f != nil {
+		// Gateways send an upstream failure with status 200.
+		f.msg = t.opts.Redactor.Redact(f.msg)
+		return nil, f
 	}
 	if t.anthropic {
 		data = fixAnthropicMessage(data)
@@ -300,6 +314,69 @@ func (t *guardTransport) try(ctx context.Context, req *http.Request, body []byte
 	resp.ContentLength = int64(len(data))
 	resp.Header.Del("Content-Length")
 	return resp, nil
+}
+
+// skipComments reads past the blank lines and SSE comment lines (": …")
+// before a reply: gateways keep a slow reply that is not streamed alive
+// with them, ahead of its JSON.
+func skipComments(br *bufio.Reader) {
+	for {
+		b, err := br.Peek(1)
+		if err != nil {
+			return
+		}
+		switch b[0] {
+		case ':':
+			if _, err := br.ReadString('\n'); err != nil {
+				return
+			}
+		case ' ', '\t', '\r', '\n':
+			_, _ = br.ReadByte()
+		default:
+			return
+		}
+	}
+}
+
+// errorInReply returns the failure a reply of status 200 reports in its
+// body, as gateways report an upstream one: {"type": "error", "error":
+// {"type": "overloaded_error", …}} (Anthropic's shape), {"error":
+// {"code": 502, "message": …}} or {"error": "text"}; nil for a reply. A
+// failure it cannot place is taken for the server's, and retried.
+func errorInReply(data []byte) *failure {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Choices json.RawMessage `json:"choices"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(data, &v) != nil || len(v.Error) == 0 || string(v.Error) == "null" || v.Choices != nil || v.Content != nil {
+		return nil
+	}
+	f := &failure{kind: KindServer, retry: true, msg: errorMessage(data)}
+	var e struct {
+		Type string          `json:"type"`
+		Code json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(v.Error, &e) != nil {
+		return f
+	}
+	if code, err := strconv.Atoi(strings.Trim(string(e.Code), `"`)); err == nil && code >= 400 && code < 600 {
+		f.kind, f.retry = kindOfStatus(code)
+		f.status = code
+		return f
+	}
+	switch e.Type {
+	case "", "api_error", "server_error", "timeout_error":
+	case "overloaded_error":
+		f.kind = KindOverloaded
+	case "rate_limit_error":
+		f.kind = KindRateLimit
+	default:
+		// authentication_error, invalid_request_error, not_found_error:
+		// the request itself is wrong, and asking again changes nothing.
+		f.kind, f.retry = KindRequest, false
+	}
+	return f
 }
 
 // lost classifies a try that got no complete response.

@@ -83,6 +83,9 @@ type Fault struct {
 	// complete HTTP response whose JSON is not: a proxy that closed the
 	// connection early does this.
 	CutBody bool
+	// Keepalive sends SSE comment lines before a reply that is not
+	// streamed, as gateways keep a slow one alive.
+	Keepalive bool
 }
 
 // Failed reports whether the fault keeps the request from being answered
@@ -240,6 +243,9 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request) {
 	if f.CutBody {
 		_, _ = io.WriteString(w, resp.Body[:len(resp.Body)/2])
 		return
+	}
+	if f.Keepalive && !turn.Stream {
+		_, _ = io.WriteString(w, ": OPENROUTER PROCESSING\n\n: OPENROUTER PROCESSING\n\n")
 	}
 	if _, err := io.WriteString(w, resp.Body); err != nil {
 		return
