@@ -41,6 +41,11 @@ const (
 	ReasonProvider Reason = "provider"
 )
 
+// ErrProviderRefused is the error of a conversation stopped because the
+// provider refused the key or the model: no task can go on until a person
+// fixes them, and then the conversation resumes where it stopped.
+var ErrProviderRefused = errors.New("the model provider refused the API key or the model: check the key's environment variable and the model name")
+
 // ErrExists is returned by Run for a conversation ID the store already
 // holds; use Resume to continue it.
 var ErrExists = errors.New("conversation already exists")

@@ -113,8 +113,13 @@ func (c *conv) loop(ctx context.Context) (*Result, error) {
 			var perr *llm.ProviderError
 			if errors.As(err, &perr) {
 				// Not the conversation's doing: it stops where it is, to
-				// be resumed once the provider is back.
-				return c.stop(ctx, ReasonProvider, err.Error(), nil)
+				// be resumed once the provider is back, or once a person
+				// has fixed the key or the model it refused.
+				var refused error
+				if perr.Refused() {
+					refused = fmt.Errorf("%w: %v", ErrProviderRefused, err)
+				}
+				return c.stop(ctx, ReasonProvider, err.Error(), refused)
 			}
 			return c.stop(ctx, ReasonError, err.Error(), err)
 		}

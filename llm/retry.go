@@ -49,6 +49,13 @@ type ProviderError struct {
 	Err       error
 }
 
+// Refused reports a provider that turned down the key (401, 403) or the
+// model (404): every request of every task would be refused alike, until
+// a person changes the one or the other.
+func (e *ProviderError) Refused() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status == http.StatusNotFound
+}
+
 func (e *ProviderError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", e.Provider)

@@ -535,6 +535,7 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 		// stderr says why.
 		rec.Error = "worker: " + out.Detail
 	}
+	refused := errors.Is(werr, agent.ErrProviderRefused)
 	if gerr := p.Repo.Restore(ctx, guard); gerr != nil {
 		var te *worktree.TamperError
 		switch {
@@ -548,6 +549,11 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 		default:
 			return AttemptResult{}, fmt.Errorf("implement %s: %w", id, gerr)
 		}
+	}
+	if refused {
+		// Every task would be refused alike: the run stops, and this
+		// attempt's conversation goes on when it resumes.
+		return AttemptResult{}, fmt.Errorf("implement %s: %w", id, werr)
 	}
 	rec.Worker, rec.WorkerReason = out.Summary, string(out.Status)
 	if out.Detail != "" {

@@ -292,3 +292,40 @@ func TestE2EProviderDownPausesForReview(t *testing.T) {
 		}
 	}
 }
+
+// A provider that refuses the key stops the run at once, with one line
+// saying what to fix, rather than pause every task for review one by one;
+// once the key is fixed, resume goes on with the same attempt.
+func TestE2EProviderRefusingTheKeyStopsTheRun(t *testing.T) {
+	skipShort(t)
+	var refused atomic.Bool
+	refused.Store(true)
+	faults := func(turn llmtest.Turn, _ int) llmtest.Fault {
+		if refused.Load() && strings.HasPrefix(turn.FirstUser, "Task: T2 ") {
+			return llmtest.Fault{Status: 401, Message: "invalid x-api-key"}
+		}
+		return llmtest.Fault{}
+	}
+	r := newProviderRun(t, "sqlite", "anthropic:claude-sonnet-4-5", faults, nil)
+	code, stdout, stderr := taskloom(t, "run", filepath.Join(r.dir, "PRODUCT.md"), "--repo", r.dir)
+	require.Equal(t, 1, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Contains(t, stderr, "the model provider refused the API key or the model")
+	require.Contains(t, stderr, "invalid x-api-key")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line:\n%s", stderr)
+	id := runID(t, stdout)
+	require.Contains(t, stdout, "taskloom resume "+id)
+
+	refused.Store(false)
+	code, stdout, stderr = taskloom(t, "resume", id, "--repo", r.dir)
+	require.Equal(t, 0, code, "resume\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	goTestPasses(t, r.dir)
+	s := openTestSession(t, r.dir, r.db)
+	g, err := s.Graph()
+	require.NoError(t, err)
+	res, err := g.State(t.Context(), id, -1)
+	require.NoError(t, err)
+	for _, k := range res.State.Attempts.Keys() {
+		require.NotEqual(t, "T2/2", k, "the refused attempt went on; no second one")
+	}
+	r.keysWhereAllowed(t, stdout, stderr)
+}
