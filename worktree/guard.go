@@ -42,13 +42,14 @@ func (e *TamperError) Is(target error) bool { return target == ErrTampered }
 // Guard is a snapshot of the repository state a worker must leave alone:
 // every ref except the attempt branches of its run (the attempts of a
 // batch commit on theirs at the same time), the shared HEAD, the
-// repository's config and its hooks.
+// repository's config, its hooks, and the files of its packs.
 type Guard struct {
 	w      *Worktree
 	refs   map[string]string
 	files  map[string]fileState // path relative to the common dir
 	hooks  string               // the hooks folder
 	branch string               // prefix of the run's attempt branches
+	packs  map[string]packFile  // objects/pack
 }
 
 type fileState struct {
@@ -68,6 +69,7 @@ func (m *Manager) Guard(ctx context.Context, w *Worktree) (*Guard, error) {
 	if g.files, err = m.fileSnapshot(); err != nil {
 		return nil, fmt.Errorf("guard %s: %w", w.ID(), err)
 	}
+	g.packs = m.packSnapshot()
 	return g, nil
 }
 
@@ -177,6 +179,11 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 				restoreErrs = append(restoreErrs, err)
 			}
 		}
+	}
+	mended, err := m.checkPacks(ctx, g.packs)
+	changed = append(changed, mended...)
+	if err != nil {
+		restoreErrs = append(restoreErrs, err)
 	}
 	gitDir, broken := m.adminDir(g.w.Path)
 	if broken == nil {

@@ -250,3 +250,59 @@ func TestRepairAfterAWorkerDiedMidRebase(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Restore(ctx, g))
 }
+
+// TestGuardMendsThePacks plays workers that write into the object store's
+// packs, which the sandbox cannot stop (it governs neither writes into a
+// file that is there nor modes): an append is cut back, a mode put back,
+// an index written over rebuilt from its pack; a pack written over stops
+// the attempt with ErrObjectsDamaged. Git's own freshening of a pack, and
+// the worker's commits, are no change.
+func TestGuardMendsThePacks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := []struct {
+		name    string
+		script  string
+		want    string
+		damaged bool
+	}{
+		{"commit and freshen", "echo b > b.txt && git add b.txt && git commit -qm b && touch -m \"$P\".pack", "", false},
+		{"append to the pack", "echo garbage >> \"$P\".pack", "was appended to (cut back)", false},
+		{"mode of the index", "chmod 000 \"$P\".idx", "had its mode changed to ----------", false},
+		{"index written over", "printf XXXXXXXX | dd of=\"$P\".idx bs=1 seek=1100 conv=notrunc 2>/dev/null", ".idx was written over (rebuilt from its pack)", false},
+		{"pack written over", "printf XXXXXXXXXXXXXXXXXXXX | dd of=\"$P\".pack bs=1 seek=12 conv=notrunc 2>/dev/null", "was written over", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+			gitT(t, repo, "commit", "-q", "--allow-empty", "-m", "second")
+			gitT(t, repo, "gc", "-q")
+			packs, err := filepath.Glob(filepath.Join(repo, ".git", "objects", "pack", "*.pack"))
+			require.NoError(t, err)
+			require.Len(t, packs, 1)
+			m := open(t, repo, nil)
+			w, g := guardedAttempt(t, m, "T1")
+
+			cmd := exec.Command("sh", "-c", tc.script)
+			cmd.Dir, cmd.Env = w.Path, append(testkit.GitEnv(), "P="+strings.TrimSuffix(packs[0], ".pack"))
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+
+			err = m.Restore(ctx, g)
+			switch {
+			case tc.damaged:
+				require.ErrorIs(t, err, worktree.ErrObjectsDamaged)
+				require.Contains(t, err.Error(), tc.want)
+				return
+			case tc.want == "":
+				require.NoError(t, err)
+			default:
+				require.ErrorIs(t, err, worktree.ErrTampered)
+				require.Contains(t, err.Error(), tc.want)
+			}
+			gitT(t, repo, "fsck", "--strict")
+			require.Equal(t, "second", gitT(t, repo, "log", "-1", "--format=%s", "main"))
+		})
+	}
+}

@@ -67,6 +67,10 @@ var hostileCases = []hostileCase{
 		failNaming: []string{"worktree was broken while the worker ran"}},
 	{name: "writes outside", first: `echo pwned > ../../../pwned.txt; echo pwned > ../../../README.md; echo pwned > "$HOME/pwned.txt";
 echo pwned > ../../taskloom.db; rm -f ../../taskloom.db; echo pwned > /tmp/taskloom-hostile-pwned-$$ ; true`, sandboxOnly: true},
+	// The sandbox lets a worker add objects, so it can open the packs
+	// that are there: the guard cuts an append back and puts a mode back.
+	{name: "append to the packs", first: `C=$(git rev-parse --git-common-dir); for p in "$C"/objects/pack/*.pack; do echo garbage >> "$p"; done; chmod 000 "$C"/objects/pack/*.idx`,
+		failNaming: []string{"changed git state outside its branch", "was appended to (cut back)", "had its mode changed"}},
 	// The command worker keeps its provider key, so printenv shows it:
 	// the attempt's changes are then never committed.
 	{name: "printenv", first: `printenv > env.txt; cat /proc/*/environ > environ.txt 2>/dev/null; true`,
@@ -131,6 +135,8 @@ echo '{"type":"result","result":"done"}'
 	git(t, dir, "commit", "-q", "-m", "the user's commit")
 	git(t, dir, "branch", "feature")
 	git(t, dir, "tag", "v1")
+	// The history in a pack, as a clone or git gc leaves it.
+	git(t, dir, "gc", "-q")
 	// An untracked file of the user's must never be committed.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("the user's untracked notes\n"), 0o644))
 	userHead := strings.TrimSpace(git(t, dir, "rev-parse", "main"))

@@ -1,0 +1,233 @@
+package worktree
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// packFile is what the guard knows of a file in the object store's pack
+// folder before the worker runs.
+type packFile struct {
+	size  int64
+	mode  fs.FileMode
+	mtime time.Time
+	ctime time.Time // zero where the OS tells none
+}
+
+// packSnapshot lists objects/pack. The worker's sandbox lets it add to the
+// object store but not remove from it; it can still write into a file
+// that is there (append to a pack, or write over it) or change its mode,
+// which Landlock does not govern. Packs hold most of a repository's
+// history, so those are checked after the worker, and mended where they
+// can be.
+func (m *Manager) packSnapshot() map[string]packFile {
+	snap := map[string]packFile{}
+	entries, err := os.ReadDir(filepath.Join(m.commonDir, "objects", "pack"))
+	if err != nil {
+		return snap
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			snap[e.Name()] = packFileOf(fi)
+		}
+	}
+	return snap
+}
+
+func packFileOf(fi fs.FileInfo) packFile {
+	return packFile{size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime(), ctime: changeTime(fi)}
+}
+
+// checkPacks compares objects/pack with snap. A pack or index the worker
+// grew is cut back to its size, one whose mode changed gets it back, and a
+// cache git rebuilds on its own (.rev, .bitmap, .mtimes) that changed is
+// deleted. A pack or index that was written to otherwise is checked
+// against its checksums: git's freshening of a pack (it touches its time)
+// passes; an index that fails is rebuilt from its pack. It returns what it
+// put back, and an error when a pack's content is damaged past mending.
+// A file that is gone is left alone: the worker cannot delete one, so git
+// did (a repack by git maintenance or by the user).
+func (m *Manager) checkPacks(ctx context.Context, snap map[string]packFile) ([]string, error) {
+	dir := filepath.Join(m.commonDir, "objects", "pack")
+	var changed, damaged []string
+	check := map[string]bool{} // packs to check, by path without extension
+	for _, name := range slices.Sorted(maps.Keys(snap)) {
+		old := snap[name]
+		path := filepath.Join(dir, name)
+		fi, err := os.Lstat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		cur := packFileOf(fi)
+		if cur == old {
+			continue
+		}
+		rel := "objects/pack/" + name
+		moded := cur.mode != old.mode
+		if moded {
+			if err := os.Chmod(path, old.mode.Perm()); err != nil {
+				damaged = append(damaged, fmt.Sprintf("%s had its mode changed, and it could not be put back: %v", rel, err))
+				continue
+			}
+			changed = append(changed, fmt.Sprintf("%s had its mode changed to %s", rel, cur.mode.Perm()))
+		}
+		// A mode change alone changes the status time only; a time set
+		// back after a write leaves that changed, and the mode as it was.
+		written := cur.size != old.size || !cur.mtime.Equal(old.mtime) || (!moded && !cur.ctime.Equal(old.ctime))
+		if !written {
+			continue
+		}
+		switch filepath.Ext(name) {
+		case ".pack", ".idx":
+			if cur.size > old.size {
+				if err := os.Truncate(path, old.size); err != nil {
+					damaged = append(damaged, fmt.Sprintf("%s was appended to, and could not be cut back: %v", rel, err))
+					continue
+				}
+				changed = append(changed, fmt.Sprintf("%s was appended to (cut back)", rel))
+			}
+			check[strings.TrimSuffix(path, filepath.Ext(name))] = true
+		case ".rev", ".bitmap", ".mtimes":
+			if err := os.Remove(path); err == nil {
+				changed = append(changed, fmt.Sprintf("%s was written to (removed: git rebuilds it)", rel))
+			}
+		}
+	}
+	for _, base := range slices.Sorted(maps.Keys(check)) {
+		rel := "objects/pack/" + filepath.Base(base)
+		ok, rerr := packIntact(base+".pack", base+".idx")
+		switch {
+		case rerr != nil || ok:
+			// Whole (git freshens a pack by touching its time), or not
+			// readable here, which git will say.
+		case idxOnlyBad(base+".pack", base+".idx"):
+			ierr := os.Remove(base + ".idx")
+			if ierr == nil {
+				_, ierr = m.run(ctx, gitCmd{dir: m.root, args: []string{"index-pack", base + ".pack"}})
+			}
+			if ierr != nil {
+				damaged = append(damaged, fmt.Sprintf("%s.idx was written over, and rebuilding it failed: %v", rel, ierr))
+				continue
+			}
+			changed = append(changed, fmt.Sprintf("%s.idx was written over (rebuilt from its pack)", rel))
+		default:
+			damaged = append(damaged, fmt.Sprintf("%s.pack was written over", rel))
+		}
+	}
+	if len(damaged) > 0 {
+		return changed, fmt.Errorf("%w: %s; git can no longer read the history these files hold: restore them from another clone (git fetch from it, or copy its objects/pack), then check with git fsck",
+			ErrObjectsDamaged, strings.Join(damaged, "; "))
+	}
+	return changed, nil
+}
+
+// ErrObjectsDamaged says that the repository's object store was written
+// over while a worker ran, past what taskloom can mend.
+var ErrObjectsDamaged = errors.New("the repository's object store was damaged")
+
+// packIntact reports whether a pack and its index agree with their
+// checksums: the index's own, the pack's, and the pack's as the index
+// records it. err reports a file it could not read.
+func packIntact(pack, idx string) (bool, error) {
+	ix, err := os.ReadFile(idx)
+	if err != nil {
+		return false, err
+	}
+	h, ok := selfSummed(ix)
+	if !ok {
+		return false, nil
+	}
+	size := h().Size()
+	recorded := ix[len(ix)-2*size : len(ix)-size]
+	return fileSummed(pack, h, recorded)
+}
+
+// idxOnlyBad reports whether the pack is whole (its trailing checksum is
+// the hash of what precedes it) while its index is not: the index can then
+// be rebuilt.
+func idxOnlyBad(pack, idx string) bool {
+	for _, h := range []func() hash.Hash{sha1.New, sha256.New} {
+		if ok, _ := fileSummed(pack, h, nil); ok {
+			ix, err := os.ReadFile(idx)
+			_, idxOK := selfSummed(ix)
+			return err != nil || !idxOK || !bytes.Contains(ix, packTrailer(pack, h().Size()))
+		}
+	}
+	return false
+}
+
+// selfSummed returns the hash (SHA-1 or SHA-256) whose sum of data
+// without its last bytes is those bytes, as git ends an index.
+func selfSummed(data []byte) (func() hash.Hash, bool) {
+	for _, h := range []func() hash.Hash{sha1.New, sha256.New} {
+		n := h().Size()
+		if len(data) < 2*n {
+			continue
+		}
+		d := h()
+		d.Write(data[:len(data)-n])
+		if bytes.Equal(d.Sum(nil), data[len(data)-n:]) {
+			return h, true
+		}
+	}
+	return nil, false
+}
+
+// fileSummed reports whether the file at path ends with the hash of what
+// precedes it, and, when want is set, that the hash is want.
+func fileSummed(path string, h func() hash.Hash, want []byte) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	n := int64(h().Size())
+	if fi.Size() < n {
+		return false, nil
+	}
+	d := h()
+	if _, err := io.CopyN(d, f, fi.Size()-n); err != nil {
+		return false, err
+	}
+	tail := make([]byte, n)
+	if _, err := io.ReadFull(f, tail); err != nil {
+		return false, err
+	}
+	sum := d.Sum(nil)
+	return bytes.Equal(sum, tail) && (want == nil || bytes.Equal(sum, want)), nil
+}
+
+// packTrailer returns the last n bytes of the file at path.
+func packTrailer(path string, n int) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() < int64(n) {
+		return nil
+	}
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, fi.Size()-int64(n)); err != nil {
+		return nil
+	}
+	return tail
+}
