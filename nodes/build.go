@@ -28,7 +28,7 @@ func (p *Pipeline) buildVerification(ctx context.Context, s State) (State, error
 	if s.Outcome.Get() == OutcomeAborted {
 		return u, nil
 	}
-	p.cleanWorktrees(ctx)
+	p.cleanWorktrees(ctx, s)
 	final := finished(tasksOf(s)) && len(s.Escalations.Get()) == 0
 	head, own, err := p.verifiedHead(ctx, s)
 	if err != nil {

@@ -122,9 +122,12 @@ const (
 type fileWorker struct {
 	mu     sync.Mutex
 	script map[string]map[string]string
-	// outcome, by "TASK/ATTEMPT", replaces the outcome done.
+	// outcome, by "TASK/ATTEMPT", replaces the outcome done on the
+	// attempt's first call; a second (the attempt going on after a crash
+	// or a provider that stopped it) is done.
 	outcome map[string]agent.Outcome
 	jobs    []agent.Job
+	calls   map[string]int
 }
 
 func (w *fileWorker) Implement(_ context.Context, job agent.Job) (agent.Outcome, error) {
@@ -135,7 +138,12 @@ func (w *fileWorker) Implement(_ context.Context, job agent.Job) (agent.Outcome,
 	if !ok {
 		files = w.script[job.Task.ID]
 	}
+	if w.calls == nil {
+		w.calls = map[string]int{}
+	}
+	w.calls[key]++
 	out, custom := w.outcome[key]
+	custom = custom && w.calls[key] == 1
 	w.mu.Unlock()
 	for name, content := range files {
 		path := filepath.Join(job.Worktree, filepath.FromSlash(name))

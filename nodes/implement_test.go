@@ -116,7 +116,7 @@ func TestImplementQuestionAndProviderPause(t *testing.T) {
 	w := &fileWorker{
 		script: map[string]map[string]string{
 			"T1/2": {"calc/add.go": addGo, "calc/add_test.go": addTestGo},
-			"T2/2": {"calc/sub.go": subGo, "calc/sub_test.go": subTestGo},
+			"T2/1": {"calc/sub.go": subGo, "calc/sub_test.go": subTestGo},
 		},
 		outcome: map[string]agent.Outcome{
 			"T1/1": {Status: agent.OutcomeQuestion, Question: "int or float?"},
@@ -133,7 +133,6 @@ func TestImplementQuestionAndProviderPause(t *testing.T) {
 	for _, p := range payloads(t, res) {
 		reasons[p.TaskID] = p.Reason + ": " + p.Error
 		require.Zero(t, p.Attempts, "no attempt counted")
-		require.Empty(t, p.Ref, "nothing committed")
 	}
 	require.Equal(t, map[string]string{"T1": "question: int or float?", "T2": "provider: anthropic: 529 overloaded\nretried 5 times"}, reasons)
 	for _, id := range []string{"T1", "T2"} {
@@ -154,7 +153,19 @@ func TestImplementQuestionAndProviderPause(t *testing.T) {
 	})
 	require.Equal(t, RunCompleted, status, logText(res.State))
 	require.Contains(t, w.job(t, "T1", 2).Task.ImplementationNotes, "int")
-	require.ElementsMatch(t, []string{"run-1/T1/2", "run-1/T2/2"}, trailers(t, dir))
+	// The attempt the provider stopped went on, in its worktree: the
+	// worker was called again for it, not restarted.
+	require.ElementsMatch(t, []string{"run-1/T1/2", "run-1/T2/1"}, trailers(t, dir))
+	var t2 []agent.Job
+	for _, j := range w.jobs {
+		if j.Task.ID == "T2" {
+			t2 = append(t2, j)
+		}
+	}
+	require.Len(t, t2, 2)
+	require.Equal(t, []int{1, 1}, []int{t2[0].Attempt, t2[1].Attempt})
+	require.True(t, t2[0].Restart)
+	require.False(t, t2[1].Restart, "T2's attempt went on with its conversation")
 }
 
 // A worker that changes nothing while the tests pass completes its task

@@ -321,7 +321,15 @@ func (p *Pipeline) selectTask(ctx context.Context, s State) (State, error) {
 			return u, err
 		}
 		t := findTask(tasks, id)
-		u.Log.Add(p.entry(id, "started %s (%s): %s", id, AttemptLabel(nextAttempt(s, id), t.Attempts+1, t.MaxAttempts), t.Title))
+		n := nextAttempt(s, id)
+		if a, ok := p.providerStopped(s, id); ok {
+			// The provider, not the attempt, failed: the attempt goes on
+			// where it stopped.
+			a.ProviderError, a.Resumed = "", true
+			u.Attempts.Put(attemptKey(id, a.Attempt), a)
+			n = a.Attempt
+		}
+		u.Log.Add(p.entry(id, "started %s (%s): %s", id, AttemptLabel(n, t.Attempts+1, t.MaxAttempts), t.Title))
 	}
 	putChanged(&u, s, tasks)
 	u.Batch.Set(batch)
@@ -353,12 +361,15 @@ func withoutEscalated(tasks []planner.Task, escs []Escalation) []planner.Task {
 // cleanWorktrees removes the worktrees of finished tries. It runs where no
 // try is in flight (select_task, human_escalation, build_verification), so
 // a try's worktree lives until its results are checkpointed.
-func (p *Pipeline) cleanWorktrees(ctx context.Context) {
+func (p *Pipeline) cleanWorktrees(ctx context.Context, s State) {
 	if p.Repo == nil {
 		return
 	}
-	// Other runs' worktrees are theirs to clean.
-	removed, err := p.Repo.CleanOrphans(ctx, func(w *worktree.Worktree) bool { return p.RunID != "" && w.Run != p.RunID })
+	// Other runs' worktrees are theirs to clean; an attempt the provider
+	// stopped goes on in its own after a review's retry.
+	removed, err := p.Repo.CleanOrphans(ctx, func(w *worktree.Worktree) bool {
+		return p.RunID != "" && w.Run != p.RunID || p.goesOn(s, w.TaskID, w.Attempt)
+	})
 	if err != nil {
 		p.log().WarnContext(ctx, "clean worktrees", slog.Any("error", err))
 	}
@@ -375,12 +386,12 @@ func (p *Pipeline) removeFinished(ctx context.Context, s State) {
 		return
 	}
 	if !p.scanned.Swap(true) {
-		p.cleanWorktrees(ctx)
+		p.cleanWorktrees(ctx, s)
 		return
 	}
 	for _, id := range s.Batch.Get() {
 		n := nextAttempt(s, id) - 1
-		if n < 1 {
+		if n < 1 || p.goesOn(s, id, n) {
 			continue
 		}
 		wt, err := p.Repo.Get(ctx, s.RunID.Get(), id, n)
@@ -432,6 +443,9 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	// counting), so each attempt gets its own worktree, trailer, kept ref
 	// and conversation.
 	job := AttemptJob{RunID: s.RunID.Get(), Task: task, Attempt: nextAttempt(s, id)}
+	if a, ok := s.Attempts.Get(attemptKey(id, job.Attempt-1)); ok && a.Resumed && a.Tests == nil && a.Error == "" && a.Integrated == "" {
+		job.Attempt = a.Attempt
+	}
 	var res AttemptResult
 	var err error
 	if p.Dispatcher != nil {
@@ -683,7 +697,7 @@ type EscalationPayload struct {
 // decisions.
 func (p *Pipeline) escalate(ctx context.Context, s State) (State, error) {
 	var u State
-	p.cleanWorktrees(ctx)
+	p.cleanWorktrees(ctx, s)
 	escs := s.Escalations.Get()
 	tasks := tasksOf(s)
 	decisions := make([]Decision, len(escs))
@@ -772,6 +786,29 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // nextAttempt returns the number of a task's next attempt: one more than
 // the highest recorded.
+// providerStopped returns the task's last attempt when the model provider
+// stopped it (its retries ran out) and it can go on where it stopped: in
+// this repository, where its worktree stays, not on a worker elsewhere,
+// which keeps none.
+func (p *Pipeline) providerStopped(s State, taskID string) (Attempt, bool) {
+	if p.Dispatcher != nil {
+		return Attempt{}, false
+	}
+	a, ok := s.Attempts.Get(attemptKey(taskID, nextAttempt(s, taskID)-1))
+	return a, ok && a.ProviderError != "" && a.Error == "" && a.Integrated == ""
+}
+
+// goesOn reports whether attempt n of a task is one the provider stopped
+// that waits to go on (its task not yet done), whose worktree stays.
+func (p *Pipeline) goesOn(s State, taskID string, n int) bool {
+	a, ok := p.providerStopped(s, taskID)
+	if !ok || a.Attempt != n {
+		return false
+	}
+	t, ok := s.Tasks.Get(taskID)
+	return ok && (t.Status == planner.StatusPending || t.Status == planner.StatusInProgress)
+}
+
 func nextAttempt(s State, taskID string) int {
 	n := 0
 	prefix := taskID + "/"

@@ -90,7 +90,11 @@ type Attempt struct {
 	Question     string `json:"question,omitempty"`
 	// ProviderError: the model provider kept failing after its retries
 	// (llm.max_retries). It costs no attempt: the task pauses for review.
-	ProviderError    string  `json:"provider_error,omitempty"`
+	ProviderError string `json:"provider_error,omitempty"`
+	// Resumed: the model provider had stopped this attempt, and it goes
+	// on where it stopped, in the same worktree and conversation, after
+	// a review's retry.
+	Resumed          bool    `json:"resumed,omitempty"`
 	ConversationID   string  `json:"conversation_id,omitempty"`
 	InputTokens      int     `json:"input_tokens,omitempty"`
 	OutputTokens     int     `json:"output_tokens,omitempty"`

@@ -242,7 +242,8 @@ func TestE2EProviderDownPausesForReview(t *testing.T) {
 				var down atomic.Bool
 				down.Store(true)
 				faults := func(turn llmtest.Turn, _ int) llmtest.Fault {
-					if down.Load() && strings.HasPrefix(turn.FirstUser, "Task: T2 ") {
+					// T2's second turn: its conversation has begun.
+					if down.Load() && strings.HasPrefix(turn.FirstUser, "Task: T2 ") && turn.Assistants > 0 {
 						return llmtest.Fault{Status: 529, Header: http.Header{"Retry-After-Ms": {"10"}}, Message: "Overloaded"}
 					}
 					return llmtest.Fault{}
@@ -282,12 +283,27 @@ func TestE2EProviderDownPausesForReview(t *testing.T) {
 				require.Zero(t, t2.Attempts, "a provider failure is not an attempt")
 
 				down.Store(false)
+				before := len(r.srv.Calls())
 				code, stdout, stderr = taskloom(t, "review", id, "--repo", r.dir, "--task", "T2", "--action", "retry")
 				require.Equal(t, 0, code, "review\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 				code, stdout, stderr = taskloom(t, "resume", id, "--repo", r.dir)
 				require.Equal(t, 0, code, "resume\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 				goTestPasses(t, r.dir)
 				r.keysWhereAllowed(t, stdout, stderr)
+				// The attempt the provider stopped went on, in its own
+				// conversation: no second attempt.
+				require.Contains(t, stdout, "started T2 (attempt 1 of")
+				res, err = g.State(t.Context(), id, -1)
+				require.NoError(t, err)
+				require.NotContains(t, res.State.Attempts.Keys(), "T2/2")
+				t2a, _ := res.State.Attempts.Get("T2/1")
+				require.NotEmpty(t, t2a.Integrated)
+				for _, c := range r.srv.Calls()[before:] {
+					if strings.HasPrefix(c.Turn.FirstUser, "Task: T2 ") {
+						require.Positive(t, c.Turn.Assistants, "T2's conversation went on where it stopped")
+						break
+					}
+				}
 			})
 		}
 	}
