@@ -64,6 +64,8 @@ func TestValidate(t *testing.T) {
 			"parallel_workers: must be at most 256, got 1000000000"},
 		{"database.url", func(c *Config) { c.Database.URL = "host=127.0.0.1 password=hunter2" },
 			"database.url: a key=value connection string is not supported: write it as a URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE"},
+		{"database.url", func(c *Config) { c.Database.URL = "postgres://u:p@ssw0rd@h:5432/db" },
+			"database.url: the user name or password holds an @: write it as %40, as in postgres://USER:PASS%40WORD@HOST:PORT/DATABASE"},
 		{"database.url", func(c *Config) { c.Database.URL = "mysql://root:hunter2@h/db" },
 			`database.url: must be empty, a postgres:// URL or a SQLite file path, got "mysql://root:xxxxx@h/db"`},
 		{"llm.max_tokens", func(c *Config) { c.LLM.MaxTokens = 0 },
