@@ -37,11 +37,21 @@ func TestDoctor(t *testing.T) {
 
 	// With a scripted model it can, and it says what the sandbox enforces.
 	session := filepath.Join(t.TempDir(), "s.json")
-	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": []}`), 0o644))
+	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": [{"match": "x", "replies": [{"content": "x"}]}]}`), 0o644))
 	code, out, errOut = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+session)
 	require.Equal(t, exitOK, code, out+errOut)
 	require.Contains(t, out, "sandbox")
 	require.Contains(t, out, "a run can start")
+
+	// A script that is not there, or does not parse, fails the model.
+	code, out, _ = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+filepath.Join(dir, "missing.json"))
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "FAIL model")
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte("{bad"), 0o644))
+	code, out, _ = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+bad)
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "decode script")
 
 	// A machine without Landlock is a warning, not a failure.
 	t.Setenv("TASKLOOM_SANDBOX_DISABLE", "landlock")

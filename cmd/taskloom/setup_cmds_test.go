@@ -163,7 +163,7 @@ func TestConfigCommand(t *testing.T) {
 func TestInitAndDoctorFollowTheProject(t *testing.T) {
 	t.Parallel()
 	session := filepath.Join(t.TempDir(), "s.json")
-	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": []}`), 0o644))
+	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": [{"match": "x", "replies": [{"content": "x"}]}]}`), 0o644))
 	dir := t.TempDir()
 	git(t, dir, "init", "-q", "-b", "main")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "pyproject.toml"), []byte("[project]\nname = \"calc\"\n"), 0o644))
@@ -203,7 +203,7 @@ func TestInitAndDoctorFollowTheProject(t *testing.T) {
 func TestDoctorChecksTheRunner(t *testing.T) {
 	t.Parallel()
 	session := filepath.Join(t.TempDir(), "s.json")
-	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": []}`), 0o644))
+	require.NoError(t, os.WriteFile(session, []byte(`{"conversations": [{"match": "x", "replies": [{"content": "x"}]}]}`), 0o644))
 	repo := func(files map[string]string, cfg string) string {
 		dir := t.TempDir()
 		git(t, dir, "init", "-q", "-b", "main")

@@ -181,7 +181,15 @@ func (r *report) checkModel(cfg config.Config) {
 	switch spec.Provider {
 	case llm.ProviderScripted:
 		if _, err := os.Stat(spec.Path); err != nil {
-			r.add("model", "warn", "%s: the script is not there (a relative path is read from where the run starts)", spec)
+			if filepath.IsAbs(spec.Path) {
+				r.add("model", "fail", "%s: the script is not there", spec)
+			} else {
+				r.add("model", "warn", "%s: the script is not there (a relative path is read from where the run starts)", spec)
+			}
+			return
+		}
+		if err := buildsModel(cfg); err != nil {
+			r.add("model", "fail", "%v", err)
 			return
 		}
 		r.add("model", "ok", "%s (offline, no key)", spec)
