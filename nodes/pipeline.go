@@ -221,7 +221,7 @@ func (p *Pipeline) breakdown(ctx context.Context, s State) (State, error) {
 		u.PlanUsage.Set(plan.Usage)
 	}
 	u.Cycles.Set(plan.Cycles)
-	u.Log.Add(p.entry("", "planned %d tasks in %d milestones", len(plan.Tasks), len(plan.Milestones)))
+	u.Log.Add(p.entry("", "planned %s in %s", plural(len(plan.Tasks), "task"), plural(len(plan.Milestones), "milestone")))
 	for _, sp := range plan.Splits {
 		u.Log.Add(p.entry(sp.TaskID, "split %s (complexity %.1f, %s) by %s into %s", sp.TaskID, sp.Complexity.Total,
 			sp.Complexity.Level, sp.Strategy, strings.Join(sp.Parts, ", ")))
@@ -820,4 +820,12 @@ func nextAttempt(s State, taskID string) int {
 		}
 	}
 	return n + 1
+}
+
+// plural is "1 task", "2 tasks".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -61,7 +61,7 @@ func TestPipelineRetryWithTheFailureThenIntegrateOnce(t *testing.T) {
 	require.Contains(t, strings.Join(h.nodes, " "), NodeIntegrate+" "+NodeImplement+" "+NodeVerify)
 
 	log := logText(res.State)
-	require.Contains(t, log, "planned 2 tasks in 1 milestones")
+	require.Contains(t, log, "planned 2 tasks in 1 milestone")
 	require.Contains(t, log, "T2 failed attempt 1 of 3; retrying")
 	require.Contains(t, log, "T2 passed its tests (go test: 2 tests, 0 skipped)", "the suite's run of the task's tests does not count them twice")
 	require.Contains(t, log, "T1 passed its tests (go test: 1 test, 0 skipped)")

@@ -124,7 +124,7 @@ func (v *View) plain(format string, args ...any) {
 
 // Started shows the run's start: its ID first, with how it started
 // ("resumed", "forked from …") when it is not new, then its target branch
-// and workers.
+// and workers, unless the run has ended already ("ended …").
 func (v *View) Started(product, repo, branch, how string) {
 	v.mu.Lock()
 	ev := v.tr.Event(nodes.EventRunStarted)
@@ -143,7 +143,9 @@ func (v *View) Started(product, repo, branch, how string) {
 		if v.opts.Workers == 0 {
 			workers = "the queue's taskloom worker processes"
 		}
-		v.println(fmt.Sprintf("integrating into branch %s with %s", branch, workers))
+		if !strings.HasPrefix(how, "ended ") {
+			v.println(fmt.Sprintf("integrating into branch %s with %s", branch, workers))
+		}
 	}
 	if v.opts.Live && !v.opts.JSON && v.live == nil {
 		// The live view draws below the lines printed so far.

@@ -182,7 +182,7 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 		if b, err := m.git(ctx, m.root, "symbolic-ref", "-q", "--short", "HEAD"); err == nil && b != "" {
 			m.mainBranch = b
 		} else if opts.NeedBranch {
-			return nil, fmt.Errorf("open %s: HEAD is detached: check out the branch the run should integrate into", m.root)
+			return nil, fmt.Errorf("HEAD is detached in %s: check out the branch the run should integrate into", m.root)
 		}
 	}
 	m.mainRef = "refs/heads/" + m.mainBranch

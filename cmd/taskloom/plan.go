@@ -53,6 +53,11 @@ func (o *planOpts) Validate() error {
 	case o.Workers < 0:
 		return usageError("plan: --workers must be at least 1, got %d", o.Workers)
 	}
+	if o.Product != "" {
+		if err := productReadable(o.Product); err != nil {
+			return err
+		}
+	}
 	if o.GetenvFunc == nil {
 		o.GetenvFunc = os.Getenv
 	}

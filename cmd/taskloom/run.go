@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/internal/term"
 	"github.com/taskloom/taskloom/nodes"
+	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/runview"
 	"github.com/taskloom/taskloom/worktree"
 )
@@ -36,8 +38,18 @@ func (o *runOpts) Validate() error {
 	if o.Workers < 0 {
 		return usageError("--workers must be at least 0, got %d", o.Workers)
 	}
-	if st, err := os.Stat(o.Product); err != nil || st.IsDir() {
-		return fmt.Errorf("PRODUCT.md %s cannot be read; pass the path of your product spec", o.Product)
+	return productReadable(o.Product)
+}
+
+// productReadable refuses a PRODUCT.md that cannot be read, or is empty,
+// before anything is opened or recorded.
+func productReadable(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("PRODUCT.md %s cannot be read; pass the path of your product spec", path)
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return planner.ErrEmpty(path)
 	}
 	return nil
 }

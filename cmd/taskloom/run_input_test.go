@@ -43,7 +43,11 @@ func TestRunRefusesAnEmptyProduct(t *testing.T) {
 	code, _, errOut := taskloom(t, "run", filepath.Join(repo, "PRODUCT.md"), "--repo", repo)
 	require.Equal(t, 1, code, errOut)
 	require.Regexp(t, `^taskloom: \S*PRODUCT\.md is empty: write the product spec in it, or a task list .+\n$`, errOut)
+	require.NoDirExists(t, filepath.Join(repo, ".taskloom"), "no store is made for it")
+	code, _, errOut = taskloom(t, "plan", filepath.Join(repo, "PRODUCT.md"), "--repo", repo)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "PRODUCT.md is empty")
 	code, out, _ := taskloom(t, "runs", "--repo", repo)
 	require.Equal(t, 0, code)
-	require.Contains(t, out, "no runs in ")
+	require.Contains(t, out, "no taskloom runs yet in ")
 }

@@ -128,7 +128,7 @@ func (r *report) checkStore(ctx context.Context, cfg config.Config, root string,
 	url := cfg.Database.URL
 	if url == "" {
 		if !inRepo {
-			r.add("store", "fail", "no store: outside a git repo a run needs --db")
+			r.add("store", "warn", "not checked: the SQLite store lives in the repo (.taskloom/), and a run needs a git repo")
 			return
 		}
 		path := session.DefaultDBURL(root)

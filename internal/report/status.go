@@ -31,7 +31,7 @@ type Status struct {
 	Escalations    []nodes.Escalation   `json:"escalations"`
 	// Decisions are the review decisions recorded and not acted on yet:
 	// resume acts on them.
-	Decisions []Decided `json:"decisions,omitempty"`
+	Decisions []Decided `json:"decisions"`
 	// NoChange lists the completed tasks whose attempt changed nothing.
 	NoChange []string `json:"no_change"`
 	// Usage is what the run's model calls used so far.
@@ -144,6 +144,7 @@ func NewStatus(run nodes.Run, head graph.Result[nodes.State]) Status {
 		rep.Escalations = append(rep.Escalations, st.Escalations.Get()...)
 	}
 	decided, _ := nodes.RecordedDecisions(head) // one that cannot be read is not shown
+	rep.Decisions = []Decided{}
 	for _, id := range slices.Sorted(maps.Keys(decided)) {
 		rep.Decisions = append(rep.Decisions, Decided{TaskID: id, Action: decided[id].Action, Note: decided[id].Note})
 	}

@@ -205,11 +205,17 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	if o.From == "" && !o.AcceptHead && run.Status == nodes.RunCompleted {
 		// Nothing is left to run: only the sync catches up.
 		out.View = s.show(o.View, run.ID, meta)
-		out.View.Started("", "", meta.TargetBranch, "resumed")
+		out.View.Started("", "", meta.TargetBranch, "ended completed already; nothing is left to run")
 		out.Result, err = s.catchUp(ctx, run.ID)
 		return out, err
 	}
 	how := "resumed"
+	switch run.Status {
+	case nodes.RunPartial, nodes.RunFailed, nodes.RunAborted:
+		if o.From == "" && !o.AcceptHead {
+			how = "ended " + run.Status + " already; nothing is left to run"
+		}
+	}
 	if o.From != "" {
 		step, err := strconv.ParseInt(o.From, 10, 64)
 		if err != nil {
