@@ -42,9 +42,9 @@ const (
 )
 
 // ErrProviderRefused is the error of a conversation stopped because the
-// provider refused the key or the model: no task can go on until a person
-// fixes them, and then the conversation resumes where it stopped.
-var ErrProviderRefused = errors.New("the model provider refused the API key or the model: check the key's environment variable and the model name")
+// provider refused the API key: no task can go on until a person fixes
+// it, and then the conversation resumes where it stopped.
+var ErrProviderRefused = errors.New("the model provider refused the API key: check the key in its environment variable, and that it may use the model")
 
 // ErrExists is returned by Run for a conversation ID the store already
 // holds; use Resume to continue it.

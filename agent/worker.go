@@ -222,7 +222,7 @@ func (w *AgentWorker) Implement(ctx context.Context, job Job) (Outcome, error) {
 			res, err = w.agent.Resume(ctx, id, &ResumeOpts{Worktree: job.Worktree, Answer: job.ReviewerNote})
 		case rec.Meta.Status == StatusActive || rec.Meta.Status == StatusAwaitingSubtask ||
 			rec.Meta.Reason == ReasonCancelled || rec.Meta.Reason == ReasonError || rec.Meta.Reason == ReasonProvider:
-			res, err = w.agent.Resume(ctx, id, &ResumeOpts{Worktree: job.Worktree})
+			res, err = w.agent.Resume(ctx, id, &ResumeOpts{Worktree: job.Worktree, Note: job.ReviewerNote})
 		default:
 			res, err = prev, perr
 		}

@@ -64,7 +64,7 @@ func TestValidate(t *testing.T) {
 			"parallel_workers: must be at most 256, got 1000000000"},
 		{"database.url", func(c *Config) { c.Database.URL = "host=127.0.0.1 password=hunter2" },
 			"database.url: a key=value connection string is not supported: write it as a URL, postgres://USER:PASSWORD@HOST:PORT/DATABASE"},
-		{"database.url", func(c *Config) { c.Database.URL = "postgres://u:p@ssw0rd@h:5432/db" },
+		{"database.url", func(c *Config) { c.Database.URL = "postgres://u:p@ssw0rd@h:5432/db@team" },
 			"database.url: the user name or password holds an @: write it as %40, as in postgres://USER:PASS%40WORD@HOST:PORT/DATABASE"},
 		{"database.url", func(c *Config) { c.Database.URL = "mysql://root:hunter2@h/db" },
 			`database.url: must be empty, a postgres:// URL or a SQLite file path, got "mysql://root:xxxxx@h/db"`},
@@ -313,5 +313,16 @@ func TestEnvNames(t *testing.T) {
 		l, ok := findLeaf(key)
 		require.True(t, ok, key)
 		require.Equal(t, names, l.env, key)
+	}
+}
+
+// An @ in the path or the query of a database URL names nothing twice:
+// only the user name and password must write theirs as %40.
+func TestDatabaseURLWithAnAtElsewhere(t *testing.T) {
+	for _, u := range []string{"postgres://me:secret@db.example.com:5432/team@db", "file:///srv/me@corp/taskloom.db",
+		"postgres://me:p%40ss@[::1]:5432/db?application_name=a@b"} {
+		c := Default()
+		c.Database.URL = u
+		require.NoError(t, c.Validate(), u)
 	}
 }

@@ -79,7 +79,8 @@ func (c Config) Validate() error {
 		if !slices.Contains([]string{"postgres", "postgresql", "sqlite", "file"}, strings.ToLower(scheme)) {
 			p.add("database.url", "must be empty, a postgres:// URL or a SQLite file path, got %q", RedactURL(u))
 		}
-		if _, rest, _ := strings.Cut(u, "://"); strings.Count(strings.SplitN(rest, "?", 2)[0], "@") > 1 {
+		_, rest, _ := strings.Cut(u, "://")
+		if authority, _, _ := strings.Cut(rest, "/"); strings.Count(strings.SplitN(authority, "?", 2)[0], "@") > 1 {
 			// Parsers split such a URL at different @s: the rest of the
 			// password would be taken for the host, and sent to DNS.
 			p.add("database.url", "the user name or password holds an @: write it as %%40, as in postgres://USER:PASS%%40WORD@HOST:PORT/DATABASE")

@@ -49,11 +49,13 @@ type ProviderError struct {
 	Err       error
 }
 
-// Refused reports a provider that turned down the key (401, 403) or the
-// model (404): every request of every task would be refused alike, until
-// a person changes the one or the other.
+// Refused reports a provider that turned down the key (401, 403): every
+// request of every task would be refused alike, until a person fixes the
+// key, which a run reads from the environment again when it resumes. (A
+// model or a base URL the provider does not know, 404, is part of the
+// run, which keeps it: its tasks pause for review instead.)
 func (e *ProviderError) Refused() bool {
-	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status == http.StatusNotFound
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
 }
 
 func (e *ProviderError) Error() string {

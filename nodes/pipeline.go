@@ -444,7 +444,7 @@ func (p *Pipeline) implement(ctx context.Context, s State, id string) (State, er
 	// and conversation.
 	job := AttemptJob{RunID: s.RunID.Get(), Task: task, Attempt: nextAttempt(s, id)}
 	if a, ok := s.Attempts.Get(attemptKey(id, job.Attempt-1)); ok && a.Resumed && a.Tests == nil && a.Error == "" && a.Integrated == "" {
-		job.Attempt = a.Attempt
+		job.Attempt, job.Note = a.Attempt, a.ReviewerNote
 	}
 	var res AttemptResult
 	var err error
@@ -469,6 +469,9 @@ type AttemptJob struct {
 	// Base is the commit the attempt starts from; "" is the target
 	// branch's head.
 	Base string `json:"base,omitempty"`
+	// Note is a reviewer's note for an attempt that goes on after the
+	// provider stopped it.
+	Note string `json:"note,omitempty"`
 }
 
 // AttemptResult is what an attempt's worker did.
@@ -525,7 +528,7 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 	ajob := agent.Job{RunID: run, Task: task, Attempt: attempt, MaxAttempts: task.MaxAttempts, Worktree: wt.Path,
 		// A reviewer's notes are in the task's implementation notes,
 		// which the prompt shows.
-		PreviousError: task.Error, Restart: !resumed}
+		PreviousError: task.Error, Restart: !resumed, ReviewerNote: job.Note}
 	wctx, cancel := watch(ctx, id, attempt), context.CancelFunc(func() {})
 	if p.WorkerTimeout > 0 {
 		wctx, cancel = context.WithTimeoutCause(wctx, p.WorkerTimeout, errWorkerTimeout)
@@ -734,6 +737,12 @@ func (p *Pipeline) escalate(ctx context.Context, s State) (State, error) {
 			return u, nil
 		default:
 			tasks, err = ApplyDecision(tasks, e.TaskID, d)
+			if a, ok := p.providerStopped(s, e.TaskID); ok && d.Action == ActionRetry && d.Note != "" {
+				// The attempt goes on in its conversation, whose
+				// prompt the note's place in the task no longer reaches.
+				a.ReviewerNote = d.Note
+				u.Attempts.Put(attemptKey(e.TaskID, a.Attempt), a)
+			}
 		}
 		if err != nil {
 			return u, err

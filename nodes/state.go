@@ -94,7 +94,10 @@ type Attempt struct {
 	// Resumed: the model provider had stopped this attempt, and it goes
 	// on where it stopped, in the same worktree and conversation, after
 	// a review's retry.
-	Resumed          bool    `json:"resumed,omitempty"`
+	Resumed bool `json:"resumed,omitempty"`
+	// ReviewerNote is the note of the review's retry that lets it go on,
+	// which the worker hears as it does.
+	ReviewerNote     string  `json:"reviewer_note,omitempty"`
 	ConversationID   string  `json:"conversation_id,omitempty"`
 	InputTokens      int     `json:"input_tokens,omitempty"`
 	OutputTokens     int     `json:"output_tokens,omitempty"`

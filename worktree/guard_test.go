@@ -267,8 +267,12 @@ func TestGuardMendsThePacks(t *testing.T) {
 		damaged bool
 	}{
 		{"commit and freshen", "echo b > b.txt && git add b.txt && git commit -qm b && touch -m \"$P\".pack", "", false},
+		// What git or the user does to the packs meanwhile is no damage.
+		{"a local clone links the packs", "git clone -q \"$(git rev-parse --git-common-dir)\" ../copy", "", false},
+		{"a repack writes the same pack", "git -C \"$(git rev-parse --git-common-dir)\" repack -q -a -d -b", "", false},
+		{"a shared repository's modes", "chmod -R g+w \"$(git rev-parse --git-common-dir)\"/objects/pack", "", false},
 		{"append to the pack", "echo garbage >> \"$P\".pack", "was appended to (cut back)", false},
-		{"mode of the index", "chmod 000 \"$P\".idx", "had its mode changed to ----------", false},
+		{"mode of the index", "chmod 000 \"$P\".idx", "was made unreadable (mode ----------; put back)", false},
 		{"index written over", "printf XXXXXXXX | dd of=\"$P\".idx bs=1 seek=1100 conv=notrunc 2>/dev/null", ".idx was written over (rebuilt from its pack)", false},
 		{"pack written over", "printf XXXXXXXXXXXXXXXXXXXX | dd of=\"$P\".pack bs=1 seek=12 conv=notrunc 2>/dev/null", "was written over", true},
 	}

@@ -18,21 +18,20 @@ import (
 	"time"
 )
 
-// packFile is what the guard knows of a file in the object store's pack
-// folder before the worker runs.
+// packFile is what the guard knows of a pack or an index in the object
+// store before the worker runs.
 type packFile struct {
 	size  int64
 	mode  fs.FileMode
 	mtime time.Time
-	ctime time.Time // zero where the OS tells none
 }
 
-// packSnapshot lists objects/pack. The worker's sandbox lets it add to the
-// object store but not remove from it; it can still write into a file
-// that is there (append to a pack, or write over it) or change its mode,
-// which Landlock does not govern. Packs hold most of a repository's
-// history, so those are checked after the worker, and mended where they
-// can be.
+// packSnapshot lists the packs and indexes of objects/pack. The worker's
+// sandbox lets it add to the object store but not remove from it; it can
+// still write into a file that is there (append to a pack, or write over
+// it) or change its mode, which Landlock does not govern. Packs hold most
+// of a repository's history, so those are checked after the worker, and
+// mended where they can be.
 func (m *Manager) packSnapshot() map[string]packFile {
 	snap := map[string]packFile{}
 	entries, err := os.ReadDir(filepath.Join(m.commonDir, "objects", "pack"))
@@ -40,80 +39,75 @@ func (m *Manager) packSnapshot() map[string]packFile {
 		return snap
 	}
 	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); ext != ".pack" && ext != ".idx" {
+			continue
+		}
 		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
-			snap[e.Name()] = packFileOf(fi)
+			snap[e.Name()] = packFile{size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime()}
 		}
 	}
 	return snap
 }
 
-func packFileOf(fi fs.FileInfo) packFile {
-	return packFile{size: fi.Size(), mode: fi.Mode(), mtime: fi.ModTime(), ctime: changeTime(fi)}
-}
+// fullCheckMax bounds the packs checked in full: a larger one changed in
+// place is checked by its trailing checksum only, which an append or a
+// cut changes, and a write into its middle does not.
+const fullCheckMax = 256 << 20
 
-// checkPacks compares objects/pack with snap. A pack or index the worker
-// grew is cut back to its size, one whose mode changed gets it back, and a
-// cache git rebuilds on its own (.rev, .bitmap, .mtimes) that changed is
-// deleted. A pack or index that was written to otherwise is checked
-// against its checksums: git's freshening of a pack (it touches its time)
-// passes; an index that fails is rebuilt from its pack. It returns what it
-// put back, and an error when a pack's content is damaged past mending.
-// A file that is gone is left alone: the worker cannot delete one, so git
-// did (a repack by git maintenance or by the user).
+// checkPacks compares the packs and indexes with snap, and checks those
+// written to since against their checksums. Only damage is reported: what
+// git does to a pack (freshening it by its time, a repack that writes the
+// same pack again, a clone that links it, a shared repository's modes) is
+// none. A pack or index the worker appended to is cut back; one it made
+// unreadable gets its mode back; an index written over is rebuilt from its
+// pack. It returns what it put back, and an error when a pack's content
+// is damaged past mending. A file that is gone is left alone: the worker
+// cannot delete one, so git did (a repack).
 func (m *Manager) checkPacks(ctx context.Context, snap map[string]packFile) ([]string, error) {
 	dir := filepath.Join(m.commonDir, "objects", "pack")
 	var changed, damaged []string
 	check := map[string]bool{} // packs to check, by path without extension
 	for _, name := range slices.Sorted(maps.Keys(snap)) {
-		old := snap[name]
-		path := filepath.Join(dir, name)
+		old, path := snap[name], filepath.Join(dir, name)
 		fi, err := os.Lstat(path)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		cur := packFileOf(fi)
-		if cur == old {
-			continue
-		}
-		rel := "objects/pack/" + name
-		moded := cur.mode != old.mode
-		if moded {
+		if fi.Mode().Perm()&0o400 == 0 && old.mode.Perm()&0o400 != 0 {
+			// Git can no longer read it.
 			if err := os.Chmod(path, old.mode.Perm()); err != nil {
-				damaged = append(damaged, fmt.Sprintf("%s had its mode changed, and it could not be put back: %v", rel, err))
+				damaged = append(damaged, fmt.Sprintf("objects/pack/%s was made unreadable, and its mode could not be put back: %v", name, err))
 				continue
 			}
-			changed = append(changed, fmt.Sprintf("%s had its mode changed to %s", rel, cur.mode.Perm()))
+			changed = append(changed, fmt.Sprintf("objects/pack/%s was made unreadable (mode %s; put back)", name, fi.Mode().Perm()))
 		}
-		// A mode change alone changes the status time only; a time set
-		// back after a write leaves that changed, and the mode as it was.
-		written := cur.size != old.size || !cur.mtime.Equal(old.mtime) || (!moded && !cur.ctime.Equal(old.ctime))
-		if !written {
-			continue
-		}
-		switch filepath.Ext(name) {
-		case ".pack", ".idx":
-			if cur.size > old.size {
-				if err := os.Truncate(path, old.size); err != nil {
-					damaged = append(damaged, fmt.Sprintf("%s was appended to, and could not be cut back: %v", rel, err))
-					continue
-				}
-				changed = append(changed, fmt.Sprintf("%s was appended to (cut back)", rel))
-			}
+		if fi.Size() != old.size || !fi.ModTime().Equal(old.mtime) {
 			check[strings.TrimSuffix(path, filepath.Ext(name))] = true
-		case ".rev", ".bitmap", ".mtimes":
-			if err := os.Remove(path); err == nil {
-				changed = append(changed, fmt.Sprintf("%s was written to (removed: git rebuilds it)", rel))
-			}
 		}
 	}
 	for _, base := range slices.Sorted(maps.Keys(check)) {
 		rel := "objects/pack/" + filepath.Base(base)
-		ok, rerr := packIntact(base+".pack", base+".idx")
-		switch {
-		case rerr != nil || ok:
-			// Whole (git freshens a pack by touching its time), or not
-			// readable here, which git will say.
-		case idxOnlyBad(base+".pack", base+".idx"):
+		if ok, err := packIntact(base+".pack", base+".idx"); err != nil || ok {
+			continue // whole, or not readable here, which git will say
+		}
+		cut := false
+		for _, ext := range []string{".pack", ".idx"} {
+			old, ok := snap[filepath.Base(base)+ext]
+			fi, err := os.Stat(base + ext)
+			if !ok || err != nil || fi.Size() <= old.size {
+				continue
+			}
+			if err := os.Truncate(base+ext, old.size); err != nil {
+				damaged = append(damaged, fmt.Sprintf("%s%s was appended to, and could not be cut back: %v", rel, ext, err))
+				continue
+			}
+			cut = true
+			changed = append(changed, fmt.Sprintf("%s%s was appended to (cut back)", rel, ext))
+		}
+		if ok, err := packIntact(base+".pack", base+".idx"); cut && (err != nil || ok) {
+			continue
+		}
+		if idxOnlyBad(base+".pack", base+".idx") {
 			ierr := os.Remove(base + ".idx")
 			if ierr == nil {
 				_, ierr = m.run(ctx, gitCmd{dir: m.root, args: []string{"index-pack", base + ".pack"}})
@@ -123,9 +117,9 @@ func (m *Manager) checkPacks(ctx context.Context, snap map[string]packFile) ([]s
 				continue
 			}
 			changed = append(changed, fmt.Sprintf("%s.idx was written over (rebuilt from its pack)", rel))
-		default:
-			damaged = append(damaged, fmt.Sprintf("%s.pack was written over", rel))
+			continue
 		}
+		damaged = append(damaged, fmt.Sprintf("%s.pack was written over", rel))
 	}
 	if len(damaged) > 0 {
 		return changed, fmt.Errorf("%w: %s; git can no longer read the history these files hold: restore them from another clone (git fetch from it, or copy its objects/pack), then check with git fsck",
@@ -202,16 +196,21 @@ func fileSummed(path string, h func() hash.Hash, want []byte) (bool, error) {
 	if fi.Size() < n {
 		return false, nil
 	}
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, fi.Size()-n); err != nil {
+		return false, err
+	}
+	if want != nil && !bytes.Equal(tail, want) {
+		return false, nil
+	}
+	if want != nil && fi.Size() > fullCheckMax {
+		return true, nil
+	}
 	d := h()
 	if _, err := io.CopyN(d, f, fi.Size()-n); err != nil {
 		return false, err
 	}
-	tail := make([]byte, n)
-	if _, err := io.ReadFull(f, tail); err != nil {
-		return false, err
-	}
-	sum := d.Sum(nil)
-	return bytes.Equal(sum, tail) && (want == nil || bytes.Equal(sum, want)), nil
+	return bytes.Equal(d.Sum(nil), tail), nil
 }
 
 // packTrailer returns the last n bytes of the file at path.

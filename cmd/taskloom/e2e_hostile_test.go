@@ -70,7 +70,7 @@ echo pwned > ../../taskloom.db; rm -f ../../taskloom.db; echo pwned > /tmp/taskl
 	// The sandbox lets a worker add objects, so it can open the packs
 	// that are there: the guard cuts an append back and puts a mode back.
 	{name: "append to the packs", first: `C=$(git rev-parse --git-common-dir); for p in "$C"/objects/pack/*.pack; do echo garbage >> "$p"; done; chmod 000 "$C"/objects/pack/*.idx`,
-		failNaming: []string{"changed git state outside its branch", "was appended to (cut back)", "had its mode changed"}},
+		failNaming: []string{"changed git state outside its branch", "was appended to (cut back)", "was made unreadable"}},
 	// The command worker keeps its provider key, so printenv shows it:
 	// the attempt's changes are then never committed.
 	{name: "printenv", first: `printenv > env.txt; cat /proc/*/environ > environ.txt 2>/dev/null; true`,
