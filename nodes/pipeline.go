@@ -793,8 +793,6 @@ func short(sha string) string {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// nextAttempt returns the number of a task's next attempt: one more than
-// the highest recorded.
 // providerStopped returns the task's last attempt when the model provider
 // stopped it (its retries ran out) and it can go on where it stopped: in
 // this repository, where its worktree stays, not on a worker elsewhere,
@@ -818,6 +816,8 @@ func (p *Pipeline) goesOn(s State, taskID string, n int) bool {
 	return ok && (t.Status == planner.StatusPending || t.Status == planner.StatusInProgress)
 }
 
+// nextAttempt returns the number of a task's next attempt: one more than
+// the highest recorded.
 func nextAttempt(s State, taskID string) int {
 	n := 0
 	prefix := taskID + "/"

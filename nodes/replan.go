@@ -139,6 +139,15 @@ func Replan(ctx context.Context, g *graph.Runnable[State], runID string, planFun
 			u.Tasks.Put(t.ID, t)
 		}
 	}
+	for _, c := range rp.Changed {
+		// An attempt the provider stopped would go on with the old task:
+		// the changed one starts afresh.
+		key := attemptKey(c.ID, nextAttempt(s, c.ID)-1)
+		if a, ok := s.Attempts.Get(key); ok && a.ProviderError != "" && a.Error == "" && a.Integrated == "" {
+			a.Error = "the task changed in a replan: its next attempt starts afresh"
+			u.Attempts.Put(key, a)
+		}
+	}
 	u.Milestones.Set(rp.Milestones)
 	u.Cycles.Set(nil)
 	u.Escalations.Set(waiting)

@@ -235,3 +235,32 @@ func TestReplanKeepsRecordedDecisions(t *testing.T) {
 		})
 	}
 }
+
+// A task the replan changes while the provider had stopped its attempt
+// starts afresh with its new fields, rather than go on with the old ones;
+// one the replan keeps still goes on.
+func TestReplanOfAProviderStoppedTask(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	old, err := replanPlan(t, rawTask("T1", "a"), rawTask("T2", "b"))(ctx, nil)
+	require.NoError(t, err)
+	escs := []Escalation{{TaskID: "T1", Reason: ReasonProvider, Error: "529"}, {TaskID: "T2", Reason: ReasonProvider, Error: "529"}}
+	g := replanRun(t, old, nil, NodeVerify, escs)
+	var stopped State
+	for _, id := range []string{"T1", "T2"} {
+		stopped.Attempts.Put(attemptKey(id, 1), Attempt{TaskID: id, Attempt: 1, ProviderError: "529"})
+	}
+	_, err = g.UpdateState(ctx, "r1", NodeVerify, stopped)
+	require.NoError(t, err)
+	changed := rawTask("T1", "a")
+	changed.Title = "Write a, in full"
+	_, err = Replan(ctx, g, "r1", replanPlan(t, changed, rawTask("T2", "b")), &ReplanOpts{Apply: true})
+	require.NoError(t, err)
+	after, err := g.State(ctx, "r1", -1)
+	require.NoError(t, err)
+	p := &Pipeline{}
+	_, goesOn := p.providerStopped(after.State, "T1")
+	require.False(t, goesOn, "the changed task starts afresh")
+	_, goesOn = p.providerStopped(after.State, "T2")
+	require.True(t, goesOn, "the kept task goes on")
+}
