@@ -46,5 +46,4 @@ func ExampleVerdict_ErrorContext() {
 	// 1 of 4 tests failed (go test, exit code 1)
 	// --- FAIL: TestParse/a/b (example.com/shop/cart)
 	//     cart_test.go:12: Parse("a/b") = nil, want [a b]
-	// --- FAIL: TestParse/a/b (0.00s)
 }

@@ -78,7 +78,7 @@ func (r Verdict) errorContext(limit int) string {
 			title += " (" + f.Package + ")"
 		}
 		title += "\n"
-		out := strings.Trim(f.Output, "\n")
+		out := strings.Trim(withoutOwnHeader(f.Output, f.Name), "\n")
 		if out != "" {
 			out += "\n"
 		}
@@ -93,6 +93,19 @@ func (r Verdict) errorContext(limit int) string {
 		body.WriteString(title + out)
 	}
 	return fit(header + body.String() + rest)
+}
+
+// withoutOwnHeader drops from a failure's output the runner's own line
+// for it ("--- FAIL: TestX (0.00s)"), which its title already says.
+func withoutOwnHeader(out, name string) string {
+	own := "--- FAIL: " + name + " ("
+	var kept []string
+	for line := range strings.SplitSeq(out, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), own) {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "\n")
 }
 
 // restLine names the failures left out of an error context, in at most

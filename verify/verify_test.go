@@ -740,7 +740,7 @@ func TestErrorContext(t *testing.T) {
 		{name: "one failure", limit: 500,
 			report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 3, Failed: 1,
 				Failures: []Failure{{Name: "TestA", Package: "p", Output: "    a_test.go:9: got 1, want 2\n--- FAIL: TestA (0.00s)\n"}}},
-			wantFull: "1 of 3 tests failed (go test, exit code 1)\n--- FAIL: TestA (p)\n    a_test.go:9: got 1, want 2\n--- FAIL: TestA (0.00s)"},
+			wantFull: "1 of 3 tests failed (go test, exit code 1)\n--- FAIL: TestA (p)\n    a_test.go:9: got 1, want 2"},
 		{name: "many failures share the budget", limit: 3000, report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many},
 			want:    []string{"40 of 50 tests failed", "--- FAIL: TestCase00 (example.com/p)", "case 00: xxx", "end of case", "bytes elided", "… and ", "TestCase39"},
 			wantNot: []string{"--- FAIL: TestCase39"}},
