@@ -359,6 +359,22 @@ func TestE2ECorruptCheckpoint(t *testing.T) {
 			require.Regexp(t, regexp.MustCompile(fmt.Sprintf(`(?m)^\s*%d\s.*cannot be decoded`, head)), stdout)
 			code, stdout, stderr = taskloom(t, "resume", bad, "--from", from, "--repo", dirs[0], "--db", db)
 			require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			// The fork started now, after its source.
+			code, stdout, _ = taskloom(t, "runs", "--repo", dirs[0], "--db", db, "--json")
+			require.Equal(t, 0, code)
+			require.NoError(t, json.Unmarshal([]byte(stdout), &rows))
+			require.Len(t, rows, 3)
+			started := map[string]time.Time{}
+			for _, r := range rows {
+				at, err := time.Parse(time.RFC3339Nano, r["started_at"].(string))
+				require.NoError(t, err)
+				started[r["run_id"].(string)] = at
+			}
+			for id, at := range started {
+				if id != bad && id != good {
+					require.True(t, at.After(started[bad]), "the fork %s started after its source", id)
+				}
+			}
 		})
 	}
 }

@@ -315,7 +315,8 @@ func (s *Session) fork(ctx context.Context, run nodes.Run, meta Meta, step int64
 		return "", err
 	}
 	fork := run
-	fork.ID = newID
+	// The fork starts now (the store's clock), not when its source did.
+	fork.ID, fork.CreatedAt, fork.UpdatedAt = newID, time.Time{}, time.Time{}
 	fm := meta
 	fm.ForkedFrom = run.ID
 	if fork.Meta, err = json.Marshal(fm); err != nil {
