@@ -80,64 +80,68 @@ func setupProvider(t *testing.T, spec string, faults llmtest.FaultFunc, opts *Op
 
 var bothProviders = []string{"anthropic:claude-sonnet-4-5", "openai:gpt-4o"}
 
-func TestRetriesInPlace(t *testing.T) {
-	t.Parallel()
+// eachProvider runs test as a parallel subtest for each of bothProviders.
+func eachProvider(t *testing.T, test func(t *testing.T, spec string)) {
 	for _, spec := range bothProviders {
 		t.Run(spec, func(t *testing.T) {
 			t.Parallel()
-			s := setupProvider(t, spec, faultsOnFirstTries(
-				llmtest.Fault{Status: 429, Header: retryAfterHeader("3")},
-				llmtest.Fault{Status: 429, Header: http.Header{"Retry-After-Ms": {"1500"}}},
-				llmtest.Fault{Status: 529},
-				llmtest.Fault{Status: 500},
-				llmtest.Fault{Reset: true},
-				llmtest.Fault{Status: 503, Header: retryAfterHeader("Wed, 01 Jan 2025 00:01:00 GMT")},
-				llmtest.Fault{CutBody: true},
-			), nil)
-			resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
-			require.NoError(t, err)
-			require.Len(t, resp.Choices[0].ToolCalls, 1)
-
-			calls := s.srv.Calls()
-			require.Len(t, calls, 8, "seven faults, then the reply")
-			require.Empty(t, llmtest.RetriedEqual(calls), "each retry sends the failed request's bytes")
-			var reasons []string
-			for _, w := range s.Waits() {
-				reasons = append(reasons, w.Reason)
-			}
-			require.Equal(t, []string{KindRateLimit, KindRateLimit, KindOverloaded, KindServer, KindReset, KindServer, KindReset}, reasons)
-			waits := s.clock.Waits()
-			require.Equal(t, 3*time.Second, waits[0], "retry-after in seconds")
-			require.Equal(t, 1500*time.Millisecond, waits[1], "retry-after-ms")
-			require.Equal(t, 2*time.Second, waits[2], "full jitter: half of 2^2 s with the stubbed rand")
-			require.Equal(t, 4*time.Second, waits[3])
-			require.Equal(t, 8*time.Second, waits[4])
-			require.Greater(t, waits[5], 40*time.Second, "a retry-after date is honoured")
+			test(t, spec)
 		})
 	}
 }
 
+func TestRetriesInPlace(t *testing.T) {
+	t.Parallel()
+	eachProvider(t, func(t *testing.T, spec string) {
+		s := setupProvider(t, spec, faultsOnFirstTries(
+			llmtest.Fault{Status: 429, Header: retryAfterHeader("3")},
+			llmtest.Fault{Status: 429, Header: http.Header{"Retry-After-Ms": {"1500"}}},
+			llmtest.Fault{Status: 529},
+			llmtest.Fault{Status: 500},
+			llmtest.Fault{Reset: true},
+			llmtest.Fault{Status: 503, Header: retryAfterHeader("Wed, 01 Jan 2025 00:01:00 GMT")},
+			llmtest.Fault{CutBody: true},
+		), nil)
+		resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
+		require.NoError(t, err)
+		require.Len(t, resp.Choices[0].ToolCalls, 1)
+
+		calls := s.srv.Calls()
+		require.Len(t, calls, 8, "seven faults, then the reply")
+		require.Empty(t, llmtest.RetriedEqual(calls), "each retry sends the failed request's bytes")
+		var reasons []string
+		for _, w := range s.Waits() {
+			reasons = append(reasons, w.Reason)
+		}
+		require.Equal(t, []string{KindRateLimit, KindRateLimit, KindOverloaded, KindServer, KindReset, KindServer, KindReset}, reasons)
+		waits := s.clock.Waits()
+		require.Equal(t, 3*time.Second, waits[0], "retry-after in seconds")
+		require.Equal(t, 1500*time.Millisecond, waits[1], "retry-after-ms")
+		require.Equal(t, 2*time.Second, waits[2], "full jitter: half of 2^2 s with the stubbed rand")
+		require.Equal(t, 4*time.Second, waits[3])
+		require.Equal(t, 8*time.Second, waits[4])
+		require.Greater(t, waits[5], 40*time.Second, "a retry-after date is honoured")
+	})
+}
+
 func TestRetriesExhausted(t *testing.T) {
 	t.Parallel()
-	for _, spec := range bothProviders {
-		t.Run(spec, func(t *testing.T) {
-			t.Parallel()
-			always := func(llmtest.Turn, int) llmtest.Fault {
-				return llmtest.Fault{Status: 529, Message: "Overloaded, key " + testAnthropicKey + " " + testOpenAIKey}
-			}
-			s := setupProvider(t, spec, always, &Opts{MaxRetries: 3})
-			_, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"))
-			require.ErrorIs(t, err, ErrRetriesExhausted)
-			var perr *ProviderError
-			require.ErrorAs(t, err, &perr)
-			require.Equal(t, 529, perr.Status)
-			require.Equal(t, 4, perr.Requests)
-			require.Contains(t, err.Error(), "HTTP 529 (overloaded): Overloaded, key [REDACTED] [REDACTED]; gave up after 4 requests")
-			require.NotContains(t, err.Error(), testAnthropicKey)
-			require.NotContains(t, err.Error(), testOpenAIKey)
-			require.Len(t, s.srv.Calls(), 4)
-		})
-	}
+	eachProvider(t, func(t *testing.T, spec string) {
+		always := func(llmtest.Turn, int) llmtest.Fault {
+			return llmtest.Fault{Status: 529, Message: "Overloaded, key " + testAnthropicKey + " " + testOpenAIKey}
+		}
+		s := setupProvider(t, spec, always, &Opts{MaxRetries: 3})
+		_, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"))
+		require.ErrorIs(t, err, ErrRetriesExhausted)
+		var perr *ProviderError
+		require.ErrorAs(t, err, &perr)
+		require.Equal(t, 529, perr.Status)
+		require.Equal(t, 4, perr.Requests)
+		require.Contains(t, err.Error(), "HTTP 529 (overloaded): Overloaded, key [REDACTED] [REDACTED]; gave up after 4 requests")
+		require.NotContains(t, err.Error(), testAnthropicKey)
+		require.NotContains(t, err.Error(), testOpenAIKey)
+		require.Len(t, s.srv.Calls(), 4)
+	})
 }
 
 func TestRequestErrorsAreNotRetried(t *testing.T) {
@@ -173,70 +177,58 @@ func TestRequestErrorsAreNotRetried(t *testing.T) {
 
 func TestStallIsRetriedAfterTheRequestTimeout(t *testing.T) {
 	t.Parallel()
-	for _, spec := range bothProviders {
-		t.Run(spec, func(t *testing.T) {
-			t.Parallel()
-			s := setupProvider(t, spec, faultsOnFirstTries(llmtest.Fault{Stall: time.Minute}),
-				&Opts{RequestTimeout: 100 * time.Millisecond})
-			resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"))
-			require.NoError(t, err)
-			require.Len(t, resp.Choices[0].ToolCalls, 1)
-			require.Equal(t, KindTimeout, s.Waits()[0].Reason)
-			require.Empty(t, llmtest.RetriedEqual(s.srv.Calls()))
-		})
-	}
+	eachProvider(t, func(t *testing.T, spec string) {
+		s := setupProvider(t, spec, faultsOnFirstTries(llmtest.Fault{Stall: time.Minute}),
+			&Opts{RequestTimeout: 100 * time.Millisecond})
+		resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"))
+		require.NoError(t, err)
+		require.Len(t, resp.Choices[0].ToolCalls, 1)
+		require.Equal(t, KindTimeout, s.Waits()[0].Reason)
+		require.Empty(t, llmtest.RetriedEqual(s.srv.Calls()))
+	})
 }
 
 func TestStreamingProgressIsNotATimeout(t *testing.T) {
 	t.Parallel()
-	for _, spec := range bothProviders {
-		t.Run(spec, func(t *testing.T) {
-			t.Parallel()
-			s := setupProvider(t, spec, nil, &Opts{RequestTimeout: time.Second})
-			var chunks []string
-			resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), collect(&chunks))
-			require.NoError(t, err)
-			require.Equal(t, "Writing.", resp.Choices[0].Content)
-			require.True(t, s.srv.Calls()[0].Turn.Stream)
-			u := UsageOf(resp, spec)
-			require.False(t, u.Estimated, "streamed usage is read")
-			require.Equal(t, s.srv.Usage().OutputTokens, u.OutputTokens)
-		})
-	}
+	eachProvider(t, func(t *testing.T, spec string) {
+		s := setupProvider(t, spec, nil, &Opts{RequestTimeout: time.Second})
+		var chunks []string
+		resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), collect(&chunks))
+		require.NoError(t, err)
+		require.Equal(t, "Writing.", resp.Choices[0].Content)
+		require.True(t, s.srv.Calls()[0].Turn.Stream)
+		u := UsageOf(resp, spec)
+		require.False(t, u.Estimated, "streamed usage is read")
+		require.Equal(t, s.srv.Usage().OutputTokens, u.OutputTokens)
+	})
 }
 
 func TestMaxTokensIsAskedFor(t *testing.T) {
 	t.Parallel()
-	for _, spec := range bothProviders {
-		t.Run(spec, func(t *testing.T) {
-			t.Parallel()
-			s := setupProvider(t, spec, nil, nil)
-			_, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"))
-			require.NoError(t, err)
-			require.Equal(t, DefaultMaxTokens, s.srv.Calls()[0].Turn.MaxTokens)
-			s = setupProvider(t, spec, nil, &Opts{MaxTokens: 1234})
-			_, err = s.model.GenerateContent(context.Background(), userMsg("Task: T1"))
-			require.NoError(t, err)
-			require.Equal(t, 1234, s.srv.Calls()[0].Turn.MaxTokens)
-		})
-	}
+	eachProvider(t, func(t *testing.T, spec string) {
+		s := setupProvider(t, spec, nil, nil)
+		_, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"))
+		require.NoError(t, err)
+		require.Equal(t, DefaultMaxTokens, s.srv.Calls()[0].Turn.MaxTokens)
+		s = setupProvider(t, spec, nil, &Opts{MaxTokens: 1234})
+		_, err = s.model.GenerateContent(context.Background(), userMsg("Task: T1"))
+		require.NoError(t, err)
+		require.Equal(t, 1234, s.srv.Calls()[0].Turn.MaxTokens)
+	})
 }
 
 func TestTruncatedReplyKeepsItsStopReason(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{bothProviders[0]: "max_tokens", bothProviders[1]: "length"}
-	for _, spec := range bothProviders {
-		t.Run(spec, func(t *testing.T) {
-			t.Parallel()
-			s := setupProvider(t, spec, faultsOnFirstTries(llmtest.Fault{Truncate: true}), nil)
-			resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
-			require.NoError(t, err)
-			c := resp.Choices[0]
-			require.Equal(t, want[spec], c.StopReason)
-			require.True(t, IsMaxTokens(c.StopReason))
-			require.Error(t, ValidateToolCall(c.ToolCalls[0]), "the cut call's arguments are incomplete")
-		})
-	}
+	eachProvider(t, func(t *testing.T, spec string) {
+		s := setupProvider(t, spec, faultsOnFirstTries(llmtest.Fault{Truncate: true}), nil)
+		resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
+		require.NoError(t, err)
+		c := resp.Choices[0]
+		require.Equal(t, want[spec], c.StopReason)
+		require.True(t, IsMaxTokens(c.StopReason))
+		require.Error(t, ValidateToolCall(c.ToolCalls[0]), "the cut call's arguments are incomplete")
+	})
 }
 
 func TestOpenAICompatibleLeniency(t *testing.T) {
@@ -416,39 +408,36 @@ func TestRetryAfterHeaders(t *testing.T) {
 // be, and one that asking again cannot mend is not.
 func TestFailuresIn200Replies(t *testing.T) {
 	t.Parallel()
-	for _, spec := range bothProviders {
-		t.Run(spec, func(t *testing.T) {
-			t.Parallel()
-			s := setupProvider(t, spec, faultsOnFirstTries(
-				llmtest.Fault{Status: 200, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded (in a 200)"}}`},
-				llmtest.Fault{Status: 200, Body: `{"error":{"code":502,"message":"upstream went away"}}`},
-				llmtest.Fault{Status: 429, Header: retryAfterHeader("0")},
-				llmtest.Fault{Keepalive: true},
-			), nil)
-			resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
-			require.NoError(t, err)
-			require.Len(t, resp.Choices[0].ToolCalls, 1, "the reply after the keep-alive lines is read")
-			var reasons []string
-			for _, w := range s.Waits() {
-				reasons = append(reasons, w.Reason)
-			}
-			require.Equal(t, []string{KindOverloaded, KindServer, KindRateLimit}, reasons)
-			require.Equal(t, 2*time.Second, s.clock.Waits()[2], "retry-after: 0 waits the backoff")
+	eachProvider(t, func(t *testing.T, spec string) {
+		s := setupProvider(t, spec, faultsOnFirstTries(
+			llmtest.Fault{Status: 200, Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded (in a 200)"}}`},
+			llmtest.Fault{Status: 200, Body: `{"error":{"code":502,"message":"upstream went away"}}`},
+			llmtest.Fault{Status: 429, Header: retryAfterHeader("0")},
+			llmtest.Fault{Keepalive: true},
+		), nil)
+		resp, err := s.model.GenerateContent(context.Background(), userMsg("Task: T1"), llms.WithTools(testTools))
+		require.NoError(t, err)
+		require.Len(t, resp.Choices[0].ToolCalls, 1, "the reply after the keep-alive lines is read")
+		var reasons []string
+		for _, w := range s.Waits() {
+			reasons = append(reasons, w.Reason)
+		}
+		require.Equal(t, []string{KindOverloaded, KindServer, KindRateLimit}, reasons)
+		require.Equal(t, 2*time.Second, s.clock.Waits()[2], "retry-after: 0 waits the backoff")
 
-			refused := setupProvider(t, spec, faultsOnFirstTries(
-				llmtest.Fault{Status: 200, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
-			), nil)
-			_, err = refused.model.GenerateContent(context.Background(), userMsg("Task: T1"))
-			var perr *ProviderError
-			require.ErrorAs(t, err, &perr)
-			require.Equal(t, KindRequest, perr.Kind)
-			require.Contains(t, err.Error(), "invalid x-api-key")
-			require.Len(t, refused.srv.Calls(), 1)
+		refused := setupProvider(t, spec, faultsOnFirstTries(
+			llmtest.Fault{Status: 200, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`},
+		), nil)
+		_, err = refused.model.GenerateContent(context.Background(), userMsg("Task: T1"))
+		var perr *ProviderError
+		require.ErrorAs(t, err, &perr)
+		require.Equal(t, KindRequest, perr.Kind)
+		require.Contains(t, err.Error(), "invalid x-api-key")
+		require.Len(t, refused.srv.Calls(), 1)
 
-			page := setupProvider(t, spec, faultsOnFirstTries(llmtest.Fault{Status: 200, Body: "<!doctype html><html>It works!</html>"}), nil)
-			_, err = page.model.GenerateContent(context.Background(), userMsg("Task: T1"))
-			require.ErrorContains(t, err, "the reply is a web page, not the API's JSON: check the provider's base URL")
-			require.Len(t, page.srv.Calls(), 1)
-		})
-	}
+		page := setupProvider(t, spec, faultsOnFirstTries(llmtest.Fault{Status: 200, Body: "<!doctype html><html>It works!</html>"}), nil)
+		_, err = page.model.GenerateContent(context.Background(), userMsg("Task: T1"))
+		require.ErrorContains(t, err, "the reply is a web page, not the API's JSON: check the provider's base URL")
+		require.Len(t, page.srv.Calls(), 1)
+	})
 }
