@@ -27,7 +27,8 @@ func TestRemoteThatStopsAnsweringTimesOut(t *testing.T) {
 	// Over a local path, git starts these programs through the shell.
 	gitT(t, repo, "config", "remote.stalled.receivepack", "sleep 60; git-receive-pack")
 	gitT(t, repo, "config", "remote.stalled.uploadpack", "sleep 60; git-upload-pack")
-	m := open(t, repo, &worktree.Opts{RemoteTimeout: 500 * time.Millisecond})
+	// Long enough for the remote that answers on a loaded machine.
+	m := open(t, repo, &worktree.Opts{RemoteTimeout: 2 * time.Second})
 	head := strings.TrimSpace(gitT(t, repo, "rev-parse", "HEAD"))
 	base := worktree.BaseRef("r1", "T1", 1)
 
@@ -38,7 +39,7 @@ func TestRemoteThatStopsAnsweringTimesOut(t *testing.T) {
 
 	err = m.Push(ctx, "stalled", head, base)
 	require.ErrorIs(t, err, proc.ErrTimeout)
-	require.EqualError(t, err, "push "+base+" to stalled: git push: no answer in 500ms: command timed out")
+	require.EqualError(t, err, "push "+base+" to stalled: git push: no answer in 2s: command timed out")
 	_, err = m.Fetch(ctx, "stalled", base, "r1")
 	require.ErrorIs(t, err, proc.ErrTimeout)
 	_, err = m.DropRemote(ctx, "stalled", "r1")

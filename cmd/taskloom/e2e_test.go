@@ -507,7 +507,7 @@ func TestE2EAPIKeyNeverStored(t *testing.T) {
 	})
 	code, stdout, stderr := taskloom(t, "run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir, "--model", "openai-compatible:gpt-test@"+srv.URL+"/v1")
 	require.True(t, sawKey.Load(), "the key reached the provider")
-	require.Equal(t, 3, code, "the worker's failure is escalated\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	require.Equal(t, 1, code, "a refused key stops the run\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
 	require.NotContains(t, stdout+stderr, key)
 	require.Contains(t, stdout, "T1")
 	// Nothing in the store holds it: checkpoints, pending writes, runs and

@@ -126,7 +126,7 @@ func statusJSON(t *testing.T, out string) map[string]any {
 	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &m), out)
-	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "workers", "escalations", "no_change", "usage"}, keysOf(m))
+	require.ElementsMatch(t, []string{"run_id", "status", "target_branch", "tasks", "current_task_ids", "workers", "escalations", "decisions", "no_change", "usage"}, keysOf(m))
 	return m
 }
 
