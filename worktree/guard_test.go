@@ -62,10 +62,7 @@ func TestGuardPutsBackWhatAWorkerChanged(t *testing.T) {
 			g, err := m.Guard(ctx, w)
 			require.NoError(t, err)
 
-			cmd := exec.Command("sh", "-c", tc.script)
-			cmd.Dir, cmd.Env = w.Path, testkit.GitEnv()
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
+			playWorker(t, w.Path, tc.script)
 
 			err = m.Restore(ctx, g)
 			var te *worktree.TamperError
@@ -170,6 +167,16 @@ for f in "$o"/pack/*.pack; do mv "$f" "$f.x" 2>&1; chmod u+w "$f"; truncate -s 0
 }
 
 // guardedAttempt creates attempt 1 of task in run r1 and guards it.
+// playWorker runs script in sh in dir, as a worker would, with git's test
+// environment and env.
+func playWorker(t *testing.T, dir, script string, env ...string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir, cmd.Env = dir, append(testkit.GitEnv(), env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
 func guardedAttempt(t *testing.T, m *worktree.Manager, task string) (*worktree.Worktree, *worktree.Guard) {
 	t.Helper()
 	w, err := m.Create(context.Background(), "r1", task, 1)
@@ -288,10 +295,7 @@ func TestGuardMendsThePacks(t *testing.T) {
 			m := open(t, repo, nil)
 			w, g := guardedAttempt(t, m, "T1")
 
-			cmd := exec.Command("sh", "-c", tc.script)
-			cmd.Dir, cmd.Env = w.Path, append(testkit.GitEnv(), "P="+strings.TrimSuffix(packs[0], ".pack"))
-			out, err := cmd.CombinedOutput()
-			require.NoError(t, err, "%s", out)
+			playWorker(t, w.Path, tc.script, "P="+strings.TrimSuffix(packs[0], ".pack"))
 
 			err = m.Restore(ctx, g)
 			switch {
