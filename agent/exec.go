@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskloom/taskloom/internal/safefile"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -189,9 +190,9 @@ func (c *conv) readFile(abs, rel string, a args) callOutcome {
 	if st.IsDir() {
 		return toolError("read_file: %s is a folder; use list_files", rel)
 	}
-	data, err := os.ReadFile(abs)
+	data, err := safefile.ReadFile(abs, maxFileBytes)
 	if err != nil {
-		return toolError("read_file: %v", err)
+		return toolError("read_file: %s", fileErr(rel, err))
 	}
 	if isBinary(data) {
 		return toolError("read_file: %s looks like a binary file (%d bytes)", rel, len(data))
@@ -342,7 +343,7 @@ func (c *conv) searchFiles(abs, rel string, a args) callOutcome {
 				return nil
 			}
 		}
-		data, err := os.ReadFile(p)
+		data, err := safefile.ReadFile(p, maxFileBytes)
 		if err != nil || isBinary(data) {
 			return nil
 		}
@@ -382,8 +383,8 @@ func (c *conv) writeFile(abs, rel, content string) callOutcome {
 		return toolError("write_to_file: %v", err)
 	}
 	_, existed := os.Stat(abs)
-	if err := os.WriteFile(abs, []byte(content), 0o644); err != nil {
-		return toolError("write_to_file: %v", err)
+	if err := safefile.WriteFile(abs, []byte(content), 0o644); err != nil {
+		return toolError("write_to_file: %s", fileErr(rel, err))
 	}
 	c.fileChanged(rel)
 	verb := "Created"
@@ -398,12 +399,12 @@ func (c *conv) writeFile(abs, rel, content string) callOutcome {
 }
 
 func (c *conv) applyDiffTool(abs, rel, diff string) callOutcome {
-	data, err := os.ReadFile(abs)
+	data, err := safefile.ReadFile(abs, maxFileBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return toolError("apply_diff: %s does not exist; use write_to_file to create it", rel)
 		}
-		return toolError("apply_diff: %v", err)
+		return toolError("apply_diff: %s", fileErr(rel, err))
 	}
 	updated, n, err := applyDiff(string(data), diff)
 	if err != nil {
@@ -414,11 +415,32 @@ func (c *conv) applyDiffTool(abs, rel, diff string) callOutcome {
 	if st != nil {
 		perm = st.Mode().Perm()
 	}
-	if err := os.WriteFile(abs, []byte(updated), perm); err != nil {
-		return toolError("apply_diff: %v", err)
+	if err := safefile.WriteFile(abs, []byte(updated), perm); err != nil {
+		return toolError("apply_diff: %s", fileErr(rel, err))
 	}
 	c.fileChanged(rel)
 	return callOutcome{content: fmt.Sprintf("Applied %d block(s) to %s.", n, rel)}
+}
+
+// maxFileBytes bounds a file the tools read whole: a larger one (a sparse
+// file a command made, say) would be held in memory for nothing, since
+// a reply carries far less.
+const maxFileBytes = 16 << 20
+
+// fileErr says why a file tool could not use rel, naming the path the
+// model gave rather than the resolved one.
+func fileErr(rel string, err error) string {
+	var tl *safefile.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return fmt.Sprintf("%s is %d bytes, more than the %d the file tools read; use execute_command (head, sed -n, grep) for parts of it", rel, tl.Size, tl.Limit)
+	case errors.Is(err, safefile.ErrNotRegular):
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return fmt.Sprintf("%s %v", rel, pe.Err)
+		}
+	}
+	return err.Error()
 }
 
 func (c *conv) fileChanged(rel string) {

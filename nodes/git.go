@@ -3,8 +3,11 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/worktree"
 )
@@ -22,39 +25,70 @@ func gitOutput(ctx context.Context, dir string, args ...string) (string, error) 
 	return res.Stdout, nil
 }
 
-// WorktreeDiff reports a worktree's changes: its head commit, which moves
-// when the worker commits, then the status and the diff of what is not
-// committed, so that a file edited again changes the report. The Ralph
-// loop uses it to detect iterations that change nothing.
-func WorktreeDiff(ctx context.Context, dir string) (string, error) {
-	head, err := gitOutput(ctx, dir, "rev-parse", "HEAD")
-	if err != nil {
-		return "", err
-	}
-	status, err := gitOutput(ctx, dir, "status", "--porcelain", "--untracked-files=all")
-	if err != nil {
-		return "", err
-	}
-	diff, err := gitOutput(ctx, dir, "diff", "HEAD")
-	if err != nil {
-		return "", err
-	}
-	untracked, err := gitOutput(ctx, dir, "ls-files", "--others", "--exclude-standard", "-z")
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	b.WriteString(head)
-	b.WriteString(status)
-	b.WriteString(diff)
-	for _, f := range strings.Split(untracked, "\x00") {
-		if f == "" {
-			continue
+// WorktreeDiff returns the Ralph loop's report of the changes in dir, an
+// attempt's worktree: its head commit, which moves when the worker
+// commits, then the status and the diff of what is not committed, so that
+// a file edited again changes the report. Iterations that leave it
+// unchanged stagnate.
+//
+// Its git runs confined as the worker's own commands are. It runs between
+// iterations, before the guard has looked at the worktree's git metadata,
+// which the worker can write: git reads its config (and so an fsmonitor
+// command) through the .git file and commondir found there, so an
+// unconfined git would run what a worker put in place with taskloom's
+// rights, outside the sandbox.
+func WorktreeDiff(confine agent.ConfineFunc) func(ctx context.Context, dir string) (string, error) {
+	return func(ctx context.Context, dir string) (string, error) {
+		cf, err := confine(dir)
+		if err != nil {
+			return "", err
 		}
-		out, err := gitOutput(ctx, dir, "hash-object", "--", f)
-		if err == nil {
-			fmt.Fprintf(&b, "%s %s", f, out)
+		git := func(stdin string, args ...string) (string, error) {
+			args = append([]string{"git", "-c", "core.fsmonitor=false"}, args...)
+			c := proc.Cmd{Args: args, Dir: dir, Timeout: diffTimeout}
+			if stdin != "" {
+				c.Stdin = strings.NewReader(stdin)
+			}
+			res, err := proc.Run(ctx, cf.Apply(c))
+			switch {
+			case err != nil:
+				return "", fmt.Errorf("%s: %w", strings.Join(args, " "), err)
+			case res.TimedOut:
+				return "", fmt.Errorf("%s: timed out after %s", strings.Join(args, " "), diffTimeout)
+			case res.ExitCode != 0:
+				return "", fmt.Errorf("%s: exit status %d: %s", strings.Join(args, " "), res.ExitCode, strings.TrimSpace(res.Stderr))
+			}
+			return res.Stdout, nil
 		}
+		var b strings.Builder
+		for _, args := range [][]string{{"rev-parse", "HEAD"}, {"status", "--porcelain", "--untracked-files=all"}, {"diff", "--no-ext-diff", "--no-textconv", "HEAD"}} {
+			out, err := git("", args...)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(out)
+		}
+		untracked, err := git("", "ls-files", "--others", "--exclude-standard", "-z")
+		if err != nil {
+			return "", err
+		}
+		// A name with a newline cannot be passed on a line; it is left to
+		// the status.
+		files := slices.DeleteFunc(strings.FieldsFunc(untracked, func(r rune) bool { return r == 0 }),
+			func(f string) bool { return strings.Contains(f, "\n") })
+		if len(files) > 0 {
+			// One git for all: their content, so that one written again
+			// changes the report.
+			out, err := git(strings.Join(files, "\n")+"\n", "hash-object", "--stdin-paths")
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(strings.Join(files, "\x00"))
+			b.WriteString(out)
+		}
+		return b.String(), nil
 	}
-	return b.String(), nil
 }
+
+// diffTimeout bounds each git of WorktreeDiff.
+const diffTimeout = 2 * time.Minute

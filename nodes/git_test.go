@@ -26,7 +26,7 @@ func TestGitInAWorktreeWithoutGit(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(filepath.Join(wt, ".git")))
 
-	diff, err := WorktreeDiff(ctx, wt)
+	diff, err := WorktreeDiff(unconfined)(ctx, wt)
 	require.ErrorContains(t, err, "not a git repository")
 	require.NotContains(t, diff, "mine.txt")
 	_, err = gitOutput(ctx, wt, "reset", "-q", "--hard")

@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +17,7 @@ import (
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store"
@@ -182,7 +187,8 @@ func TestWorktreeDiff(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := newTestRepo(t, nil)
-	clean, err := WorktreeDiff(ctx, dir)
+	diff := WorktreeDiff(unconfined)
+	clean, err := diff(ctx, dir)
 	require.NoError(t, err)
 	seen := map[string]bool{clean: true}
 	for _, files := range []map[string]string{
@@ -191,7 +197,7 @@ func TestWorktreeDiff(t *testing.T) {
 		{"calc/calc.go": "package calc\n\n// changed\n"},
 	} {
 		testkit.WriteFiles(t, dir, files)
-		d, err := WorktreeDiff(ctx, dir)
+		d, err := diff(ctx, dir)
 		require.NoError(t, err)
 		require.False(t, seen[d], "the report changed after writing %v", files)
 		seen[d] = true
@@ -199,11 +205,62 @@ func TestWorktreeDiff(t *testing.T) {
 	// A worker that commits its work, as agents do, changed something.
 	testkit.Git(t, dir, "add", "-A")
 	testkit.Git(t, dir, "commit", "-q", "-m", "work")
-	d, err := WorktreeDiff(ctx, dir)
+	d, err := diff(ctx, dir)
 	require.NoError(t, err)
 	require.False(t, seen[d], "a commit changes the report")
-	_, err = WorktreeDiff(ctx, filepath.Join(dir, "missing"))
+	_, err = diff(ctx, filepath.Join(dir, "missing"))
 	require.Error(t, err)
+}
+
+// unconfined runs a test's commands with git pinned to dir and no
+// sandbox.
+func unconfined(dir string) (proc.Confinement, error) {
+	return proc.Confinement{Env: worktree.GitEnvAt(dir)}, nil
+}
+
+// A worker that points its worktree's commondir at a git folder of its
+// own, whose config names an fsmonitor and an external diff, gets neither
+// run by the Ralph loop's look at the worktree between iterations: that
+// git runs with taskloom's rights, before the guard puts the worktree's
+// metadata back.
+func TestWorktreeDiffRunsNothingTheWorkerPlanted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := newTestRepo(t, nil)
+	repo, err := worktree.Open(ctx, dir, nil)
+	require.NoError(t, err)
+	w, err := repo.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	confine := func(d string) (proc.Confinement, error) {
+		return repo.Confine(d, worktree.ConfineOpts{EnvAllow: []string{"PATH", "HOME"}, Environ: testkit.GitEnv()})
+	}
+	diff := WorktreeDiff(confine)
+	before, err := diff(ctx, w.Path)
+	require.NoError(t, err)
+
+	// The worker's doing: a fake common dir in its admin folder, which it
+	// may write, with a config that runs its script.
+	outside := filepath.Join(t.TempDir(), "ran")
+	script := filepath.Join(w.Path, "evil.sh")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho ran >> "+outside+"\n"), 0o755))
+	admin := strings.TrimSpace(gitT(t, w.Path, "rev-parse", "--absolute-git-dir"))
+	fake := filepath.Join(admin, "fake")
+	copied := filepath.Join(t.TempDir(), "git")
+	require.NoError(t, exec.Command("cp", "-r", filepath.Join(dir, ".git"), copied).Run())
+	require.NoError(t, os.Rename(copied, fake))
+	cfg := "[core]\n\tfsmonitor = " + script + "\n[diff]\n\texternal = " + script + "\n"
+	f, err := os.OpenFile(filepath.Join(fake, "config"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(cfg)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, os.WriteFile(filepath.Join(admin, "commondir"), []byte(fake+"\n"), 0o644))
+	testkit.WriteFiles(t, w.Path, map[string]string{"README.md": "changed\n"})
+
+	after, _ := diff(ctx, w.Path)
+	require.NotEqual(t, before, after)
+	_, err = os.Stat(outside)
+	require.ErrorIs(t, err, fs.ErrNotExist, "the worker's script ran outside the sandbox")
 }
 
 // The store's records are the driver's: a Store over memory reads what

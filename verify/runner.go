@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // runner is the test runner behind a command.
@@ -296,7 +297,7 @@ func packageScript(prog string, args []string) (script string, rest []string, ok
 
 // readScript returns a package.json script of dir.
 func readScript(dir, name string) string {
-	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	b, err := safefile.ReadTarget(filepath.Join(dir, "package.json"), maxReportBytes)
 	if err != nil {
 		return ""
 	}
@@ -364,7 +365,7 @@ func prepareMake(dir string, argv []string, tmp string) plan {
 func makeRecipe(dir, target string) string {
 	var data []byte
 	for _, name := range []string{"GNUmakefile", "makefile", "Makefile"} {
-		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+		if b, err := safefile.ReadTarget(filepath.Join(dir, name), maxReportBytes); err == nil {
 			data = b
 			break
 		}
@@ -479,7 +480,7 @@ func usesVitest(dir string) bool {
 	if m, _ := filepath.Glob(filepath.Join(dir, "vitest.config.*")); len(m) > 0 {
 		return true
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	b, err := safefile.ReadTarget(filepath.Join(dir, "package.json"), maxReportBytes)
 	return err == nil && bytes.Contains(b, []byte(`"vitest"`))
 }
 
@@ -521,7 +522,9 @@ func runTests(ctx context.Context, dir string, argv []string, timeout time.Durat
 	var parsed counts
 	ok := false
 	if p.report != "" {
-		if data, rerr := os.ReadFile(p.report); rerr == nil && len(data) > 0 {
+		// The report sits where the tests can write: a pipe, a link or a
+		// huge file put there is not read, and the exit code decides.
+		if data, rerr := safefile.ReadFile(p.report, maxReportBytes); rerr == nil && len(data) > 0 {
 			kind := p.kind
 			if kind == runnerOther {
 				kind = runnerPytest // only PYTEST_ADDOPTS writes a report then

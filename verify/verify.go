@@ -31,6 +31,7 @@ const DefaultTimeout = 10 * time.Minute
 // kept.
 const (
 	reportOutputLimit   = 16 << 10 // Verdict.Output
+	maxReportBytes      = 64 << 20 // a report, package.json or Makefile read from the worktree
 	failureOutputLimit  = 4 << 10  // each Failure.Output
 	maxReportedFailures = 30       // len(Verdict.Failures); Failed counts all
 	commandOutputLimit  = 1 << 20  // what is kept of a command's output

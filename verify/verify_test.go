@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/internal/testkit"
@@ -607,6 +608,29 @@ exit 1
 		require.Equal(t, FormatVitestJSON, rep.Format, "output: %s", rep.Output)
 		require.Equal(t, 1, rep.Failed)
 		require.Equal(t, "refund > negates the amount", rep.Failures[0].Name)
+	})
+
+	t.Run("a pipe in the report's place is not read", func(t *testing.T) {
+		t.Parallel()
+		// The tests can write where the report goes: a named pipe there
+		// would hold the run, past verify.timeout and Ctrl-C.
+		bin := fakeRunner(t, "pytest", `for a in "$@"; do case "$a" in --junitxml=*) mkfifo "${a#--junitxml=}";; esac; done
+echo "=== 1 failed in 0.01s ==="
+exit 1
+`)
+		done := make(chan Verdict, 1)
+		go func() {
+			rep, err := Run(ctx, t.TempDir(), Spec{Command: []string{filepath.Join(bin, "pytest")}}, nil)
+			assert.NoError(t, err)
+			done <- rep
+		}()
+		select {
+		case rep := <-done:
+			require.False(t, rep.Passed)
+			require.Equal(t, FormatPytestSummary, rep.Format)
+		case <-time.After(30 * time.Second):
+			t.Fatal("a pipe in the report's place held the verify")
+		}
 	})
 
 	t.Run("go test json from another command", func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/taskloom/taskloom/internal/proc"
+
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // ConfineOpts says how the commands run in an attempt's worktree are
@@ -88,7 +90,7 @@ func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
 // whose .git file is gone or points elsewhere is refused: git would run
 // against another repository there.
 func (m *Manager) adminDir(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ".git"))
+	data, err := safefile.ReadTarget(filepath.Join(dir, ".git"), 0)
 	if err != nil {
 		if _, serr := os.Stat(dir); serr != nil {
 			return "", fmt.Errorf("worktree %s is gone: %w", dir, ErrNotFound)

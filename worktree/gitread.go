@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // This file reads the repository without starting git: refs and reflogs
@@ -218,7 +220,7 @@ func trailerValues(message, key string) []string {
 // its loose file first, then packed-refs. A missing ref is errNoRef.
 func readRef(commonDir, name string) (string, error) {
 	for range 5 {
-		data, err := os.ReadFile(filepath.Join(commonDir, filepath.FromSlash(name)))
+		data, err := safefile.ReadTarget(filepath.Join(commonDir, filepath.FromSlash(name)), 0)
 		if errors.Is(err, fs.ErrNotExist) || isDirErr(err) {
 			return packedRef(commonDir, name)
 		}
@@ -245,7 +247,7 @@ func isDirErr(err error) bool {
 
 // packedRef looks name up in packed-refs.
 func packedRef(commonDir, name string) (string, error) {
-	f, err := os.Open(filepath.Join(commonDir, "packed-refs"))
+	f, err := safefile.Open(filepath.Join(commonDir, "packed-refs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%s: %w", name, errNoRef)
 	}
@@ -273,7 +275,7 @@ func packedRef(commonDir, name string) (string, error) {
 // junk) are left out.
 func listRefs(commonDir, prefix, skipPrefix string) (map[string]string, error) {
 	refs := make(map[string]string)
-	if data, err := os.ReadFile(filepath.Join(commonDir, "packed-refs")); err == nil {
+	if data, err := safefile.ReadTarget(filepath.Join(commonDir, "packed-refs"), 0); err == nil {
 		for line := range strings.SplitSeq(string(data), "\n") {
 			sha, name, ok := strings.Cut(strings.TrimSpace(line), " ")
 			if _, hash := parseHash(sha); ok && hash && strings.HasPrefix(name, prefix) &&
@@ -304,7 +306,7 @@ func listRefs(commonDir, prefix, skipPrefix string) (map[string]string, error) {
 		if d.IsDir() || !d.Type().IsRegular() || strings.HasSuffix(name, ".lock") {
 			return nil
 		}
-		data, err := os.ReadFile(path)
+		data, err := safefile.ReadTarget(path, 0)
 		if err != nil {
 			return nil // removed while we looked
 		}
@@ -330,7 +332,7 @@ func listRefs(commonDir, prefix, skipPrefix string) (map[string]string, error) {
 // branchCreatedAt returns the commit a branch was created at: the new
 // value of the oldest entry of its reflog, or "" when it has none.
 func branchCreatedAt(commonDir, branch string) string {
-	f, err := os.Open(filepath.Join(commonDir, "logs", "refs", "heads", filepath.FromSlash(branch)))
+	f, err := safefile.Open(filepath.Join(commonDir, "logs", "refs", "heads", filepath.FromSlash(branch)))
 	if err != nil {
 		return ""
 	}
@@ -352,7 +354,7 @@ func branchCreatedAt(commonDir, branch string) string {
 // worktreeHead returns the commit checked out in the worktree whose admin
 // folder is gitDir.
 func worktreeHead(commonDir, gitDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	data, err := safefile.ReadTarget(filepath.Join(gitDir, "HEAD"), 0)
 	if err != nil {
 		return "", fmt.Errorf("read HEAD: %w", err)
 	}
@@ -427,7 +429,7 @@ func commonDirOf(dir string) (string, error) {
 	if st.IsDir() {
 		return dotGit, nil
 	}
-	data, err := os.ReadFile(dotGit)
+	data, err := safefile.ReadTarget(dotGit, 0)
 	if err != nil {
 		return "", err
 	}
@@ -438,7 +440,7 @@ func commonDirOf(dir string) (string, error) {
 	if !filepath.IsAbs(gitDir) {
 		gitDir = filepath.Join(dir, gitDir)
 	}
-	common, err := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	common, err := safefile.ReadTarget(filepath.Join(gitDir, "commondir"), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return gitDir, nil
 	}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // ErrBroken: an attempt's worktree lost its .git link or its git metadata,
@@ -42,7 +44,8 @@ func (e *TamperError) Is(target error) bool { return target == ErrTampered }
 // Guard is a snapshot of the repository state a worker must leave alone:
 // every ref except the attempt branches of its run (the attempts of a
 // batch commit on theirs at the same time), the shared HEAD, the
-// repository's config, its hooks, and the files of its packs.
+// repository's config, its hooks, the files of its packs, and the loose
+// objects it adds.
 type Guard struct {
 	w      *Worktree
 	refs   map[string]string
@@ -50,6 +53,7 @@ type Guard struct {
 	hooks  string               // the hooks folder
 	branch string               // prefix of the run's attempt branches
 	packs  map[string]packFile  // objects/pack
+	loose  looseSnap            // the loose objects' folders
 }
 
 type fileState struct {
@@ -70,6 +74,7 @@ func (m *Manager) Guard(ctx context.Context, w *Worktree) (*Guard, error) {
 		return nil, fmt.Errorf("guard %s: %w", w.ID(), err)
 	}
 	g.packs = m.packSnapshot()
+	g.loose = m.looseSnapshot()
 	return g, nil
 }
 
@@ -104,7 +109,7 @@ func (m *Manager) fileSnapshot() (map[string]fileState, error) {
 			snap[rel] = fileState{mode: st.Mode()}
 			continue
 		}
-		data, err := os.ReadFile(path)
+		data, err := safefile.ReadTarget(path, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -185,6 +190,11 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 	if err != nil {
 		restoreErrs = append(restoreErrs, err)
 	}
+	removed, err := m.checkLoose(g.loose)
+	changed = append(changed, removed...)
+	if err != nil {
+		restoreErrs = append(restoreErrs, err)
+	}
 	gitDir, broken := m.adminDir(g.w.Path)
 	if broken == nil {
 		moved, err := m.restoreAdmin(g.w, gitDir)
@@ -215,7 +225,7 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 // task read as one that changed nothing.
 func (m *Manager) restoreAdmin(w *Worktree, gitDir string) (changed []string, err error) {
 	want := "ref: refs/heads/" + w.Branch
-	head, rerr := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	head, rerr := safefile.ReadTarget(filepath.Join(gitDir, "HEAD"), 0)
 	if got := strings.TrimSpace(string(head)); rerr != nil || got != want {
 		to, _ := strings.CutPrefix(got, "ref: ")
 		if !strings.HasPrefix(got, "ref: ") && got != "" {
@@ -224,7 +234,7 @@ func (m *Manager) restoreAdmin(w *Worktree, gitDir string) (changed []string, er
 		changed = append(changed, fmt.Sprintf("the worktree's HEAD was moved off its branch %s to %s", w.Branch, cmp.Or(to, "nothing")))
 		err = errors.Join(err, restoreFile(filepath.Join(gitDir, "HEAD"), fileState{data: []byte(want + "\n"), mode: 0o644}))
 	}
-	common, rerr := os.ReadFile(filepath.Join(gitDir, "commondir"))
+	common, rerr := safefile.ReadTarget(filepath.Join(gitDir, "commondir"), 0)
 	target := strings.TrimSpace(string(common))
 	if target != "" && !filepath.IsAbs(target) {
 		target = filepath.Join(gitDir, target)

@@ -282,6 +282,10 @@ func TestGuardMendsThePacks(t *testing.T) {
 		{"mode of the index", "chmod 000 \"$P\".idx", "was made unreadable (mode ----------; put back)", false},
 		{"index written over", "printf XXXXXXXX | dd of=\"$P\".idx bs=1 seek=1100 conv=notrunc 2>/dev/null", ".idx was written over (rebuilt from its pack)", false},
 		{"pack written over", "printf XXXXXXXXXXXXXXXXXXXX | dd of=\"$P\".pack bs=1 seek=12 conv=notrunc 2>/dev/null", "was written over", true},
+		// An object planted under the name of content not written yet:
+		// git would take it for that content ever after.
+		{"garbage planted as an object", plant + "echo garbage > \"$o/$(echo $h | cut -c3-)\"", "was written with content that is not the object its name says (removed)", false},
+		{"another object planted", plant + "cp \"$o/../$(echo $x | cut -c1-2)/$(echo $x | cut -c3-)\" \"$o/$(echo $h | cut -c3-)\"", "is not the object its name says (removed)", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,6 +315,17 @@ func TestGuardMendsThePacks(t *testing.T) {
 			}
 			gitT(t, repo, "fsck", "--strict")
 			require.Equal(t, "second", gitT(t, repo, "log", "-1", "--format=%s", "main"))
+			// The content the plant waited for is written whole.
+			testkit.WriteFiles(t, repo, map[string]string{"p.txt": "planted\n"})
+			gitT(t, repo, "add", "p.txt")
+			gitT(t, repo, "commit", "-qm", "p")
+			gitT(t, repo, "fsck", "--strict")
 		})
 	}
 }
+
+// plant starts a worker's script that plants a loose object: $h is the
+// name "planted\n" will have, $o its folder, and $x an object written
+// meanwhile with other content.
+const plant = `h=$(echo planted | git hash-object --stdin) && x=$(echo other | git hash-object -w --stdin) && ` +
+	`o="$(git rev-parse --git-common-dir)/objects/$(echo $h | cut -c1-2)" && mkdir -p "$o" && `

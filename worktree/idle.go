@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // A new worktree costs `git worktree add`: three git processes and a
@@ -48,7 +50,7 @@ func (m *Manager) park(ctx context.Context, w *Worktree, sha string) bool {
 	}
 	// The admin folder must be w's own: a worker may have pointed .git at
 	// another attempt's.
-	if link, err := os.ReadFile(filepath.Join(gitDir, "gitdir")); err != nil ||
+	if link, err := safefile.ReadTarget(filepath.Join(gitDir, "gitdir"), 0); err != nil ||
 		filepath.Clean(strings.TrimSpace(string(link))) != filepath.Join(w.Path, ".git") {
 		return false
 	}
@@ -331,7 +333,7 @@ func (m *Manager) deleteBranch(ctx context.Context, branch, sha string) error {
 // deleteLockedRef deletes the loose ref at path and its reflog, when it
 // points at sha ("" for any commit). The caller holds the ref's lock.
 func (m *Manager) deleteLockedRef(ref, path, sha string) error {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadTarget(path, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

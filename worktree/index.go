@@ -5,10 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // indexEntry is what removeUntracked needs of an index entry.
@@ -25,7 +26,7 @@ type indexEntry struct {
 // this reader does not follow (a SHA-256 repository, a sparse index, a
 // damaged file) goes to go-git's decoder, which checks everything.
 func readIndexNames(path string) ([]indexEntry, error) {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadTarget(path, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // Sentinel errors. The error types below match them with errors.Is.
@@ -225,7 +227,7 @@ func (m *Manager) MainBranch() string { return m.mainBranch }
 // ensureExcluded adds .taskloom/ to info/exclude unless it is there.
 func (m *Manager) ensureExcluded() error {
 	path := filepath.Join(m.commonDir, "info", "exclude")
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadTarget(path, 0)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
@@ -287,7 +289,7 @@ func (m *Manager) worktrees(context.Context) ([]worktreeEntry, error) {
 			continue
 		}
 		w := worktreeEntry{branch: symbolicHead(filepath.Join(dir, "HEAD"))}
-		data, err := os.ReadFile(filepath.Join(dir, "gitdir"))
+		data, err := safefile.ReadTarget(filepath.Join(dir, "gitdir"), 0)
 		if err != nil {
 			w.prunable = true
 			w.path = dir
@@ -296,7 +298,7 @@ func (m *Manager) worktrees(context.Context) ([]worktreeEntry, error) {
 			w.path = filepath.Clean(strings.TrimSuffix(dotGit, string(filepath.Separator)+".git"))
 			if _, err := os.Stat(dotGit); err != nil {
 				lock := filepath.Join(dir, "locked")
-				reason, lerr := os.ReadFile(lock)
+				reason, lerr := safefile.ReadTarget(lock, 0)
 				w.prunable = lerr != nil
 				if lerr == nil && strings.TrimSpace(string(reason)) == "initializing" {
 					w.prunable, w.unlock = true, lock
@@ -311,7 +313,7 @@ func (m *Manager) worktrees(context.Context) ([]worktreeEntry, error) {
 // symbolicHead returns the ref a HEAD file names, or "" when it is
 // detached or unreadable.
 func symbolicHead(path string) string {
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadTarget(path, 0)
 	if err != nil {
 		return ""
 	}

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // packFile is what the guard knows of a pack or an index in the object
@@ -136,7 +138,7 @@ var ErrObjectsDamaged = errors.New("the repository's object store was damaged")
 // checksums: the index's own, the pack's, and the pack's as the index
 // records it. err reports a file it could not read.
 func packIntact(pack, idx string) (bool, error) {
-	ix, err := os.ReadFile(idx)
+	ix, err := safefile.ReadTarget(idx, 0)
 	if err != nil {
 		return false, err
 	}
@@ -155,7 +157,7 @@ func packIntact(pack, idx string) (bool, error) {
 func idxOnlyBad(pack, idx string) bool {
 	for _, h := range []func() hash.Hash{sha1.New, sha256.New} {
 		if ok, _ := fileSummed(pack, h, nil); ok {
-			ix, err := os.ReadFile(idx)
+			ix, err := safefile.ReadTarget(idx, 0)
 			_, idxOK := selfSummed(ix)
 			return err != nil || !idxOK || !bytes.Contains(ix, packTrailer(pack, h().Size()))
 		}
@@ -183,7 +185,7 @@ func selfSummed(data []byte) (func() hash.Hash, bool) {
 // fileSummed reports whether the file at path ends with the hash of what
 // precedes it, and, when want is set, that the hash is want.
 func fileSummed(path string, h func() hash.Hash, want []byte) (bool, error) {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return false, err
 	}
@@ -215,7 +217,7 @@ func fileSummed(path string, h func() hash.Hash, want []byte) (bool, error) {
 
 // packTrailer returns the last n bytes of the file at path.
 func packTrailer(path string, n int) []byte {
-	f, err := os.Open(path)
+	f, err := safefile.Open(path)
 	if err != nil {
 		return nil
 	}

@@ -198,7 +198,7 @@ func (s *Session) worker(model func() (llms.Model, error), spec, runID string, v
 		CompletionPromise: cfg.Worker.Ralph.CompletionPromise,
 		StagnationLimit:   cfg.Worker.Ralph.Stagnation,
 		TestsPassFunc:     ralphTests(cfg.Verify.Command, vopts),
-		DiffFunc:          nodes.WorktreeDiff,
+		DiffFunc:          nodes.WorktreeDiff(confine),
 		Logger:            s.Logger,
 	})
 }
