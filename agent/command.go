@@ -110,7 +110,7 @@ func (w *CommandWorker) Implement(ctx context.Context, job Job) (Outcome, error)
 	case res.TimedOut:
 		out.Status, out.Detail = OutcomeIncomplete, fmt.Sprintf("timed out after %s", w.opts.Timeout)
 	case lastPromise(text) == "BLOCKED":
-		out.Status, out.Detail = OutcomeBlocked, "the agent printed <promise>BLOCKED</promise>"
+		out.Status, out.Question, out.Detail = OutcomeQuestion, blockedQuestion(text), "the agent printed <promise>BLOCKED</promise>"
 	case code != 0:
 		out.Status, out.Detail = OutcomeIncomplete, fmt.Sprintf("exit code %d", code)
 		if tail := tailLines(res.Stderr, 20, 2000); tail != "" {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+
+	"github.com/taskloom/taskloom/internal/clip"
 )
 
 // RalphOpts configures a Ralph loop.
@@ -119,9 +121,13 @@ func (r *Ralph) Implement(ctx context.Context, job Job) (Outcome, error) {
 		switch {
 		case out.Status == OutcomeQuestion:
 			return out, nil
-		case promise == "BLOCKED" || out.Status == OutcomeBlocked:
-			out.Status = OutcomeBlocked
-			out.Detail = firstNonEmpty(out.Detail, "the worker printed <promise>BLOCKED</promise>")
+		case promise == "BLOCKED":
+			// The worker cannot go on without a person: the run asks
+			// one, in the worker's words, as it does a question.
+			out.Status, out.Question = OutcomeQuestion, blockedQuestion(text)
+			out.Detail = "the worker printed <promise>BLOCKED</promise>"
+			return out, nil
+		case out.Status == OutcomeBlocked:
 			return out, nil
 		}
 		if promise == r.opts.CompletionPromise || out.Status == OutcomeDone {
@@ -156,6 +162,22 @@ func (r *Ralph) Implement(ctx context.Context, job Job) (Outcome, error) {
 	last.Status = OutcomeIncomplete
 	last.Detail = fmt.Sprintf("max_iterations: %d iterations without a tested completion", r.opts.MaxIterations)
 	return last, nil
+}
+
+// blockedQuestion is what a worker that printed <promise>BLOCKED</promise>
+// said before it: its reason, for the person who reviews the task.
+func blockedQuestion(text string) string {
+	var kept []string
+	for _, l := range strings.Split(text, "\n") {
+		if promiseLine.MatchString(l) {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if q := strings.TrimSpace(strings.Join(kept, "\n")); q != "" {
+		return clip.Tail(q, 2000)
+	}
+	return "the worker printed <promise>BLOCKED</promise> without saying why"
 }
 
 var promiseLine = regexp.MustCompile(`^\s*<promise>\s*([A-Za-z0-9_-]+)\s*</promise>\s*$`)

@@ -172,7 +172,7 @@ func TestCommandWorkerFailures(t *testing.T) {
 		exit         int
 	}{
 		{"exit code", "#!/bin/sh\necho 'plain text output'\nexit 2\n", 0, agent.OutcomeIncomplete, "exit code 2", 2},
-		{"blocked", "#!/bin/sh\necho 'I need credentials.'\necho '<promise>BLOCKED</promise>'\n", 0, agent.OutcomeBlocked, "BLOCKED", 0},
+		{"blocked", "#!/bin/sh\necho 'I need credentials.'\necho '<promise>BLOCKED</promise>'\n", 0, agent.OutcomeQuestion, "BLOCKED", 0},
 		{"cli error", "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"error_max_turns\",\"is_error\":true,\"result\":\"\"}'\n", 0, agent.OutcomeIncomplete, "error_max_turns", 0},
 		{"timeout", "#!/bin/sh\nsleep 30 &\nwait\n", 300 * time.Millisecond, agent.OutcomeIncomplete, "timed out", -1},
 		{"plain done", "#!/bin/sh\necho 'all good'\n", 0, agent.OutcomeDone, "", 0},
@@ -186,6 +186,9 @@ func TestCommandWorkerFailures(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tc.status, out.Status)
 			require.Contains(t, out.Detail, tc.detail)
+			if tc.status == agent.OutcomeQuestion {
+				require.Equal(t, "I need credentials.", out.Question)
+			}
 			require.Equal(t, tc.exit, *out.ExitCode)
 			// Output that is not the CLI's JSON tells nothing of what
 			// its calls used: the usage says so rather than read as 0.
@@ -291,7 +294,9 @@ func TestRalphBlocks(t *testing.T) {
 		return agent.Outcome{Status: agent.OutcomeIncomplete, Summary: "Remember: print <promise>DONE</promise> when done."}, nil
 	})
 	out := runRalph(t, inner, agent.RalphOpts{})
-	require.Equal(t, agent.OutcomeBlocked, out.Status)
+	// Blocked is a question for a person, in the worker's words.
+	require.Equal(t, agent.OutcomeQuestion, out.Status)
+	require.Equal(t, "I need an API key.", out.Question)
 	require.Equal(t, 2, out.Iterations)
 	require.Contains(t, out.Detail, "BLOCKED")
 }

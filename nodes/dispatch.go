@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,12 +51,29 @@ func (p *Pipeline) dispatch(ctx context.Context, job AttemptJob) (AttemptResult,
 		return AttemptResult{Attempt: rec, Note: clip.Line(rec.Error, 160)}, nil
 	}
 	if err := p.adopt(ctx, job, &res); err != nil {
+		var lost *lostResultError
+		if errors.As(err, &lost) {
+			rec := Attempt{TaskID: id, Attempt: job.Attempt, Error: "worker: " + lost.Error()}
+			return AttemptResult{Attempt: rec, Note: clip.Line(rec.Error, 160)}, nil
+		}
 		return AttemptResult{}, fmt.Errorf("implement %s: %w", id, err)
 	}
 	if res.Worker != "" {
 		res.Note += " on " + res.Worker
 	}
 	return res, nil
+}
+
+// lostResultError is an attempt whose worker reported a commit that the
+// run's remote does not have.
+type lostResultError struct {
+	worker, remote string
+	err            error
+}
+
+func (e *lostResultError) Error() string {
+	return fmt.Sprintf("the worker %s pushed the attempt's commit, but not to the run's remote %q (%v): check that its worker.remote names the run's repository",
+		cmp.Or(e.worker, "elsewhere"), e.remote, clip.Line(e.err.Error(), 200))
 }
 
 // adopt makes sure the attempt's worktree here holds the worker's commit.
@@ -80,8 +98,15 @@ func (p *Pipeline) adopt(ctx context.Context, job AttemptJob, res *AttemptResult
 		if !res.Pushed {
 			return errors.New("the worker's commit is neither here nor on the remote")
 		}
-		sha, err := p.Repo.Fetch(ctx, p.Remote, worktree.AttemptRef(job.RunID, id, job.Attempt), job.RunID)
+		ref := worktree.AttemptRef(job.RunID, id, job.Attempt)
+		sha, err := p.Repo.Fetch(ctx, p.Remote, ref, job.RunID)
 		if err != nil {
+			if ok, lerr := p.Repo.RemoteHas(ctx, p.Remote, ref); lerr == nil && !ok {
+				// The remote answers but has no such commit: the worker
+				// pushed it somewhere else, and no resume would find
+				// it. The attempt failed, as its worker's would.
+				return &lostResultError{worker: res.Worker, remote: p.Remote, err: err}
+			}
 			return err
 		}
 		commit = sha
@@ -120,6 +145,18 @@ func (p *Pipeline) Work(ctx context.Context, job AttemptJob) (AttemptResult, err
 		}
 		if sha != job.Base {
 			return AttemptResult{}, fmt.Errorf("attempt %s/%s/%d: the remote's base is %s, the run's %s", job.RunID, id, job.Attempt, short(sha), short(job.Base))
+		}
+	} else if job.Base != "" {
+		// The base is here already, so nothing was fetched: the remote
+		// must still be the run's, or the run would never find the
+		// attempt's commit where this worker pushes it (a fork shares
+		// the history, not the refs). Asked before the work, not after.
+		ok, err := p.Repo.RemoteHas(ctx, p.Remote, worktree.BaseRef(job.RunID, id, job.Attempt))
+		if err != nil {
+			return AttemptResult{}, err
+		}
+		if !ok {
+			return AttemptResult{}, fmt.Errorf("attempt %s/%s/%d: the run's base ref is not on this clone's remote %q, so it is not the repository the run shares its attempts through: set worker.remote, or clone the run's repository", job.RunID, id, job.Attempt, p.Remote)
 		}
 	}
 	res, err := p.RunAttempt(ctx, job)

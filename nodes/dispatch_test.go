@@ -31,19 +31,12 @@ func (f dispatcherFunc) Dispatch(ctx context.Context, job AttemptJob, progress f
 func TestDispatchToAWorkerElsewhere(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dir := newTestRepo(t, nil)
-	bare := filepath.Join(t.TempDir(), "shared.git")
-	gitT(t, dir, "clone", "-q", "--bare", dir, bare)
-	elsewhere := filepath.Join(t.TempDir(), "worker")
-	gitT(t, dir, "clone", "-q", bare, elsewhere)
-
+	dir, bare, elsewhere, workerRepo := machines(t)
 	w := &fileWorker{script: map[string]map[string]string{
 		"T1": {"calc/add.go": addGo, "calc/add_test.go": addTestGo},
 		"T2": {"calc/sub.go": subGo, "calc/sub_test.go": subTestGo},
 	}}
 	plan := planOf(task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go"), task("T2", "Sub", []string{"calc/sub.go"}, "calc/sub_test.go", "T1"))
-	workerRepo, err := worktree.Open(ctx, elsewhere, nil)
-	require.NoError(t, err)
 	remoteWorker := &Pipeline{Repo: workerRepo, Worker: w, Remote: bare}
 
 	var mu sync.Mutex
@@ -91,6 +84,59 @@ func TestDispatchToAWorkerElsewhere(t *testing.T) {
 	require.ErrorContains(t, err, "its base 0123456789 is not in this repository")
 }
 
+// machines makes the run's repository dir, the remote bare that it shares
+// with workers, and a worker's clone of it elsewhere.
+func machines(t *testing.T) (dir, bare, elsewhere string, workerRepo *worktree.Manager) {
+	dir = newTestRepo(t, nil)
+	bare = filepath.Join(t.TempDir(), "shared.git")
+	gitT(t, dir, "clone", "-q", "--bare", dir, bare)
+	elsewhere = filepath.Join(t.TempDir(), "worker")
+	gitT(t, dir, "clone", "-q", bare, elsewhere)
+	workerRepo, err := worktree.Open(context.Background(), elsewhere, nil)
+	require.NoError(t, err)
+	return dir, bare, elsewhere, workerRepo
+}
+
 func splitLines(s string) []string {
 	return strings.Split(strings.TrimSpace(s), "\n")
+}
+
+// A worker whose remote is not the run's (a fork shares the history, not
+// the refs) refuses the attempt before working on it; one whose commit
+// did not reach the run's remote fails its attempt, which is retried,
+// rather than stopping the run at every resume.
+func TestDispatchToAWorkerWithAnotherRemote(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir, bare, _, workerRepo := machines(t)
+	fork := filepath.Join(t.TempDir(), "fork.git")
+	gitT(t, dir, "clone", "-q", "--bare", bare, fork)
+	w := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo, "calc/add_test.go": addTestGo}}}
+	plan := planOf(task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go"))
+	good := &Pipeline{Repo: workerRepo, Worker: w, Remote: bare}
+	forked := &Pipeline{Repo: workerRepo, Worker: w, Remote: fork}
+
+	p := newTestPipeline(t, dir, w, plan)
+	p.Remote = bare
+	var forkErr error
+	p.Dispatcher = dispatcherFunc(func(ctx context.Context, job AttemptJob, _ func(Activity)) (AttemptResult, error) {
+		if job.Attempt == 1 {
+			_, forkErr = forked.Work(ctx, job)
+			// A worker that pushed where the run does not look.
+			res, err := good.Work(ctx, job)
+			gitT(t, bare, "update-ref", "-d", worktree.AttemptRef(job.RunID, job.Task.ID, job.Attempt))
+			res.Worker = "fork:1"
+			return res, err
+		}
+		return good.Work(ctx, job)
+	})
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	res, err := h.runner.Start(ctx, Run{ID: testRunID, Repo: dir}, h.opts())
+	require.NoError(t, err)
+	require.Equal(t, RunCompleted, h.status(), logText(res.State))
+	require.Equal(t, []string{"run-1/T1/2"}, trailers(t, dir))
+
+	require.ErrorContains(t, forkErr, `the run's base ref is not on this clone's remote "`+fork+`"`)
+	lost, _ := res.State.Attempts.Get("T1/1")
+	require.Contains(t, lost.Error, "worker: the worker fork:1 pushed the attempt's commit, but not to the run's remote")
 }

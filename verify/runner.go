@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -396,14 +397,20 @@ func makeRecipe(dir, target string) string {
 	return b.String()
 }
 
-// deriveCommands makes the test commands for a task's test files: go test
-// on the packages of *_test.go files, pytest on test_*.py and *_test.py
-// files, vitest (when package.json or a vitest.config.* mentions it) or
+// deriveCommands makes the test commands for a task's test files, where
+// the project shows how they run, so that a failing test of the task's
+// own is its feedback before the whole suite runs: go test on the packages
+// of *_test.go files, from the folder of their go.mod (with the -tags of
+// a go test command); pytest on test_*.py and *_test.py files; vitest or
 // jest on *.test.* and *.spec.* JS/TS files. Where the project's own test
 // command runs pytest, jest or vitest, the task's files are run the same
 // way ("pytest" from the PATH, say, where python3 has no pytest module).
+// A file whose runner the project does not show (a Python project that
+// tests with unittest, a JS one with node --test or mocha, a Go file in
+// no module) gets no command of its own: the project's command runs it.
 func deriveCommands(dir string, testFiles, command []string) [][]string {
-	var goPkgs, pyFiles, jsFiles []string
+	var pyFiles, jsFiles []string
+	goPkgs := map[string][]string{} // by module folder
 	for _, f := range testFiles {
 		// A pytest node ID ("tests/test_a.py::test_b") runs as it is; its
 		// file says which runner.
@@ -418,30 +425,48 @@ func deriveCommands(dir string, testFiles, command []string) [][]string {
 		}
 		switch {
 		case strings.HasSuffix(base, "_test.go"):
-			pkg := "./" + path.Dir(f)
-			if path.Dir(f) == "." {
+			mod, ok := goModule(dir, path.Dir(f))
+			if !ok {
+				continue
+			}
+			rel := strings.TrimPrefix(strings.TrimPrefix(path.Dir(f), mod), "/")
+			pkg := "./" + rel
+			if rel == "" || rel == "." {
 				pkg = "."
 			}
-			if !slices.Contains(goPkgs, pkg) {
-				goPkgs = append(goPkgs, pkg)
+			if !slices.Contains(goPkgs[mod], pkg) {
+				goPkgs[mod] = append(goPkgs[mod], pkg)
 			}
 		case strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")):
 			pyFiles = append(pyFiles, f)
+		case base == "conftest.py":
+			pyFiles = append(pyFiles, "") // a pytest project: the files run with pytest
 		case jsTestFile.MatchString(base):
 			jsFiles = append(jsFiles, f)
 		}
 	}
 	var cmds [][]string
-	if len(goPkgs) > 0 {
-		sort.Strings(goPkgs)
-		cmds = append(cmds, append([]string{"go", "test"}, goPkgs...))
+	for _, mod := range slices.Sorted(maps.Keys(goPkgs)) {
+		pkgs := goPkgs[mod]
+		sort.Strings(pkgs)
+		c := []string{"go", "test"}
+		if mod != "." {
+			c = []string{"go", "-C", mod, "test"}
+		}
+		cmds = append(cmds, slices.Concat(c, goTags(command), pkgs))
 	}
+	usesPytest := slices.Contains(pyFiles, "")
+	pyFiles = slices.DeleteFunc(pyFiles, func(f string) bool { return f == "" })
 	if len(pyFiles) > 0 {
 		run := runnerOf(command, "pytest", "py.test")
-		if run == nil {
+		switch {
+		case run != nil:
+		case usesPytest || pytestProject(dir):
 			run = []string{"python3", "-m", "pytest"}
 		}
-		cmds = append(cmds, append(run, pyFiles...))
+		if run != nil {
+			cmds = append(cmds, append(run, pyFiles...))
+		}
 	}
 	if len(jsFiles) > 0 {
 		switch {
@@ -449,13 +474,66 @@ func deriveCommands(dir string, testFiles, command []string) [][]string {
 			cmds = append(cmds, slices.Concat(runnerOf(command, "vitest"), []string{"run"}, jsFiles))
 		case runnerOf(command, "jest") != nil:
 			cmds = append(cmds, append(runnerOf(command, "jest"), jsFiles...))
-		case usesVitest(dir):
+		case projectUses(dir, "vitest"):
 			cmds = append(cmds, append([]string{"npx", "--no", "vitest", "run"}, jsFiles...))
-		default:
+		case projectUses(dir, "jest"):
 			cmds = append(cmds, append([]string{"npx", "--no", "jest"}, jsFiles...))
 		}
 	}
 	return cmds
+}
+
+// goModule returns the folder, relative to dir, of the Go module that
+// holds the package folder pkg: the nearest with a go.mod, or dir itself
+// when a go.work there names the modules. ok is false when there is none.
+func goModule(dir, pkg string) (mod string, ok bool) {
+	for d := pkg; ; d = path.Dir(d) {
+		if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(d), "go.mod")); err == nil && fi.Mode().IsRegular() {
+			return d, true
+		}
+		if d == "." || d == "/" {
+			break
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+		return ".", true
+	}
+	return "", false
+}
+
+// goTags returns the -tags of command when it runs go test, so that the
+// task's packages build as the suite's do.
+func goTags(command []string) []string {
+	i := slices.Index(command, "test")
+	if runnerOf(command, "go") == nil || i < 0 {
+		return nil
+	}
+	for j := i + 1; j < len(command); j++ {
+		switch w := command[j]; {
+		case strings.HasPrefix(w, "-tags=") || strings.HasPrefix(w, "--tags="):
+			return []string{w}
+		case (w == "-tags" || w == "--tags") && j+1 < len(command):
+			return []string{w, command[j+1]}
+		}
+	}
+	return nil
+}
+
+// pytestProject reports whether the Python project in dir is set up for
+// pytest: a pytest.ini or conftest.py, or pytest's section in
+// pyproject.toml, setup.cfg or tox.ini.
+func pytestProject(dir string) bool {
+	for _, name := range []string{"pytest.ini", "conftest.py"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	for name, section := range map[string]string{"pyproject.toml": "[tool.pytest", "setup.cfg": "[tool:pytest]", "tox.ini": "[pytest]"} {
+		if b, err := safefile.ReadTarget(filepath.Join(dir, name), maxReportBytes); err == nil && bytes.Contains(b, []byte(section)) {
+			return true
+		}
+	}
+	return false
 }
 
 // runnerOf returns the words of command that start one of the test
@@ -475,13 +553,14 @@ func runnerOf(command []string, names ...string) []string {
 
 var jsTestFile = regexp.MustCompile(`\.(test|spec)\.(js|jsx|ts|tsx|mjs|cjs|mts|cts)$`)
 
-// usesVitest reports whether the JS project in dir uses vitest.
-func usesVitest(dir string) bool {
-	if m, _ := filepath.Glob(filepath.Join(dir, "vitest.config.*")); len(m) > 0 {
+// projectUses reports whether the JS project in dir uses the test runner
+// name (jest or vitest): its config file, or its name in package.json.
+func projectUses(dir, name string) bool {
+	if m, _ := filepath.Glob(filepath.Join(dir, name+".config.*")); len(m) > 0 {
 		return true
 	}
 	b, err := safefile.ReadTarget(filepath.Join(dir, "package.json"), maxReportBytes)
-	return err == nil && bytes.Contains(b, []byte(`"vitest"`))
+	return err == nil && bytes.Contains(b, []byte(`"`+name+`"`))
 }
 
 // runTests runs one test command and reads its results.

@@ -303,8 +303,18 @@ func TestPrepare(t *testing.T) {
 
 func TestDeriveCommands(t *testing.T) {
 	t.Parallel()
-	vitestDir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(vitestDir, "package.json"), []byte(`{"devDependencies": {"vitest": "^3.2.0"}}`), 0o644))
+	project := func(files map[string]string) string {
+		dir := t.TempDir()
+		testkit.WriteFiles(t, dir, files)
+		return dir
+	}
+	goDir := project(map[string]string{"go.mod": "module m\n"})
+	monorepo := project(map[string]string{"backend/go.mod": "module b\n", "tools/go.mod": "module t\n"})
+	workspace := project(map[string]string{"go.work": "go 1.22\n"})
+	pytestDir := project(map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\n"})
+	jestDir := project(map[string]string{"package.json": `{"devDependencies": {"jest": "^29.0.0"}}`})
+	vitestDir := project(map[string]string{"package.json": `{"devDependencies": {"vitest": "^3.2.0"}}`})
+	nodeTestDir := project(map[string]string{"package.json": `{"scripts": {"test": "node --test"}}`})
 	tests := []struct {
 		name    string
 		dir     string
@@ -313,19 +323,26 @@ func TestDeriveCommands(t *testing.T) {
 		command []string
 	}{
 		{"none", "", nil, nil, nil},
-		{"go packages, deduplicated and sorted", "", []string{"b/x_test.go", "a/y_test.go", "./b/z_test.go", "b/x.go"}, []string{"go test ./a ./b"}, nil},
-		{"go root package", "", []string{"main_test.go"}, []string{"go test ."}, nil},
+		{"go packages, deduplicated and sorted", goDir, []string{"b/x_test.go", "a/y_test.go", "./b/z_test.go", "b/x.go"}, []string{"go test ./a ./b"}, nil},
+		{"go root package", goDir, []string{"main_test.go"}, []string{"go test ."}, nil},
+		{"go modules in folders", monorepo, []string{"backend/api/a_test.go", "tools/t_test.go", "backend/b_test.go"}, []string{"go -C backend test . ./api", "go -C tools test ."}, nil},
+		{"go workspace", workspace, []string{"svc/a_test.go"}, []string{"go test ./svc"}, nil},
+		{"go file in no module", "", []string{"a_test.go"}, nil, nil},
+		{"go tags of the suite", goDir, []string{"a/a_test.go"}, []string{"go test -tags integration ./a"}, []string{"go", "test", "-tags", "integration", "./..."}},
 		{"pytest", "", []string{"tests/test_cart.py", "tests/conftest.py", "cart_test.py"}, []string{"python3 -m pytest tests/test_cart.py cart_test.py"}, nil},
-		{"jest by default", "", []string{"src/a.test.ts", "src/b.spec.jsx", "src/c.ts"}, []string{"npx --no jest src/a.test.ts src/b.spec.jsx"}, nil},
+		{"pytest from the project's config", pytestDir, []string{"tests/test_a.py"}, []string{"python3 -m pytest tests/test_a.py"}, []string{"make", "test"}},
+		{"unittest", "", []string{"tests/test_a.py"}, nil, []string{"python3", "-m", "unittest", "discover", "-s", "tests"}},
+		{"jest from package.json", jestDir, []string{"src/a.test.ts", "src/b.spec.jsx", "src/c.ts"}, []string{"npx --no jest src/a.test.ts src/b.spec.jsx"}, nil},
 		{"vitest from package.json", vitestDir, []string{"src/a.test.ts"}, []string{"npx --no vitest run src/a.test.ts"}, nil},
-		{"several kinds", "", []string{"a_test.go", "test_a.py"}, []string{"go test .", "python3 -m pytest test_a.py"}, nil},
+		{"node --test", nodeTestDir, []string{"test/a.test.js"}, nil, []string{"npm", "test"}},
+		{"several kinds", goDir, []string{"a_test.go", "test_a.py", "conftest.py"}, []string{"go test .", "python3 -m pytest test_a.py"}, nil},
 		{"unrecognised", "", []string{"README.md", "spec/a_spec.rb"}, nil, nil},
 		// The project's own runner runs the task's files too.
 		{"pytest from the PATH", "", []string{"tests/test_a.py"}, []string{"pytest tests/test_a.py"}, []string{"pytest", "-q"}},
 		{"pytest of another python", "", []string{"test_a.py"}, []string{"/opt/py/bin/python -m pytest test_a.py"}, []string{"/opt/py/bin/python", "-m", "pytest", "-x"}},
 		{"jest through npx", "", []string{"a.test.js"}, []string{"npx jest a.test.js"}, []string{"npx", "jest", "--ci"}},
 		{"vitest by path", "", []string{"a.test.ts"}, []string{"node_modules/.bin/vitest run a.test.ts"}, []string{"node_modules/.bin/vitest", "run"}},
-		{"a script names no runner", "", []string{"test_a.py"}, []string{"python3 -m pytest test_a.py"}, []string{"make", "test"}},
+		{"a script names no runner", "", []string{"test_a.py"}, nil, []string{"make", "test"}},
 		{"pytest node IDs", "", []string{"tests/test_a.py::test_b", "tests/test_c.py"}, []string{"pytest tests/test_a.py::test_b tests/test_c.py"}, []string{"pytest"}},
 	}
 	for _, tt := range tests {

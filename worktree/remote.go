@@ -60,7 +60,12 @@ func (m *Manager) Fetch(ctx context.Context, remote, ref, run string) (string, e
 		return "", fmt.Errorf("fetch %s: %q is not a run ID", ref, run)
 	}
 	scratch := fmt.Sprintf("refs/heads/%s%s/fetch-%d-%d", branchPrefix, run, os.Getpid(), fetchSeq.Add(1))
-	if _, err := m.remoteGit(ctx, "fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+scratch); err != nil {
+	// A fetch reads every worktree's HEAD, and git worktree add writes a
+	// placeholder there before the real one: "bad object worktrees/…/HEAD".
+	m.adminMu.Lock()
+	_, err := m.remoteGit(ctx, "fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+scratch)
+	m.adminMu.Unlock()
+	if err != nil {
 		return "", fmt.Errorf("fetch %s from %s: %w", ref, remote, err)
 	}
 	sha, err := m.git(ctx, m.root, "rev-parse", "-q", "--verify", scratch+"^{commit}")

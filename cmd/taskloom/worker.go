@@ -34,7 +34,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if !session.IsPostgresURL(cfg.Database.URL) {
 				return session.ErrWorkerNeedsPostgres
 			}
-			s, err := openSession(cmd.Context(), cmd, repo, "", false)
+			s, err := openRunSession(cmd.Context(), cmd, repo)
 			if err != nil {
 				return err
 			}

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+
+	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/store/storetest"
@@ -22,6 +26,24 @@ func TestWorkerNeedsThePostgresDatabase(t *testing.T) {
 	code, _, errOut = runCLI(t, "worker", "--repo", repo, "--db", "postgres://postgres@127.0.0.1:5432/test", "--concurrency", "0")
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, "--concurrency must be at least 1")
+}
+
+// A worker pointed at a database that holds no taskloom store (a typo in
+// --db, the app's own database) says so and leaves it as it was.
+func TestWorkerMakesNoStoreInAnotherDatabase(t *testing.T) {
+	repo := testkit.Repo(t, map[string]string{"README.md": "# r\n"})
+	db := checkpointtest.NewEmptyPostgresSchema(t)
+	code, out, errOut := runCLI(t, "worker", "--repo", repo, "--db", db)
+	require.Equal(t, 1, code, errOut)
+	require.Empty(t, out)
+	require.Contains(t, errOut, "taskloom: no taskloom runs yet in postgres://")
+	require.Contains(t, errOut, "start one with taskloom run PRODUCT.md --db URL")
+	pool, err := pgxpool.New(context.Background(), db)
+	require.NoError(t, err)
+	defer pool.Close()
+	var tables int
+	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()").Scan(&tables))
+	require.Zero(t, tables, "the worker made tables")
 }
 
 func TestRunWithoutWorkersNeedsTheQueue(t *testing.T) {

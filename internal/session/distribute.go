@@ -179,12 +179,22 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	// fetch, each failure costing the run a try: refuse to start instead.
 	// (Asked first: a fresh clone of nothing has no commit either, and the
 	// remote is what it lacks.)
-	if remote := s.Cfg.Worker.Remote; !worktree.HasRemoteIn(ctx, s.Repo, remote) {
+	if _, err := worktree.FindRoot(ctx, s.Repo); err != nil {
+		return fmt.Errorf("%w: start taskloom worker in a clone of the runs' repo", err)
+	}
+	remote := s.Cfg.Worker.Remote
+	if !worktree.HasRemoteIn(ctx, s.Repo, remote) {
 		return fmt.Errorf("%s has no git remote %q, which runs share attempts through: start taskloom worker in a clone of the runs' repo, or set worker.remote", s.Repo, remote)
 	}
 	repo, err := worktree.Open(ctx, s.Repo, nil)
 	if err != nil {
 		return err
+	}
+	// A remote that does not answer would fail every attempt this worker
+	// took, at its end, each costing the run a try that a worker with a
+	// good remote could have used.
+	if _, err := repo.RemoteHas(ctx, remote, "HEAD"); err != nil {
+		return fmt.Errorf("cannot reach the git remote %q of %s, which attempts are fetched from and pushed to: %v", remote, s.Repo, clip.Line(err.Error(), 300))
 	}
 	project := repo.Project(ctx)
 	if project == "" {

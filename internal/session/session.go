@@ -188,6 +188,14 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 			}
 		}
 	}
+	if o.Existing && !o.ReadOnly {
+		// Nor does a command on runs already there (a worker, a resume):
+		// a mistyped --db must not get taskloom's tables, and there are
+		// no runs to find in it.
+		if err := hasSchema(ctx, s.DBURL, StoreRetry(cfg, o.Stderr)); err != nil {
+			return nil, err
+		}
+	}
 	// A read-only command never creates tables in a database that has
 	// none: it says that there are no runs there.
 	d, err := OpenStore(ctx, s.DBURL, &StoreOpts{Retry: StoreRetry(cfg, o.Stderr), ReadOnly: o.ReadOnly})
@@ -206,6 +214,24 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 		}
 	}
 	return s, nil
+}
+
+// hasSchema returns ErrNoStore when the store at dbURL has no taskloom
+// tables, opening it read-only to look.
+func hasSchema(ctx context.Context, dbURL string, retry *checkpoint.RetryOpts) error {
+	d, err := OpenStore(ctx, dbURL, &StoreOpts{Retry: retry, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	st, err := nodes.NewStore(d)
+	if err != nil {
+		return err
+	}
+	if _, err := st.Runs(ctx); errors.Is(err, store.ErrNoSchema) {
+		return fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md --db URL", ErrNoStore, config.RedactURL(dbURL))
+	}
+	return nil
 }
 
 // Close stops the Linear sync and the MCP servers, and closes the store.
