@@ -157,6 +157,11 @@ func BuildPrompt(job Job) string {
 	}
 	if job.PreviousError != "" {
 		fmt.Fprintf(&b, "\nThe previous attempt failed. Its error:\n%s\n", strings.TrimRight(job.PreviousError, "\n"))
+		if job.Restart && job.Iteration <= 1 {
+			// Paths in the error name files that may not exist here: a
+			// worker that does not know would edit what is not there.
+			b.WriteString("This attempt starts from the main branch as it is now: the previous attempt's changes are not in this worktree, so write again whatever the task needs.\n")
+		}
 	}
 	if job.ReviewerNote != "" {
 		fmt.Fprintf(&b, "\nNote from the reviewer: %s\n", job.ReviewerNote)

@@ -48,6 +48,12 @@ func TestBuildPromptContract(t *testing.T) {
 		"Files to create: greet.go", "Test files: greet_test.go", "--- FAIL: TestHello", "Note from the reviewer: use fmt"} {
 		require.Contains(t, got, want)
 	}
+	require.NotContains(t, got, "previous attempt's changes are not in this worktree", "the worktree is the attempt's own")
+	// A new attempt's worktree holds none of the last one's work.
+	j.Restart = true
+	require.Contains(t, agent.BuildPrompt(j), "the previous attempt's changes are not in this worktree")
+	j.Iteration = 2
+	require.NotContains(t, agent.BuildPrompt(j), "previous attempt's changes", "a Ralph iteration keeps the worktree")
 }
 
 func TestAgentWorker(t *testing.T) {

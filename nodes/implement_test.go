@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/llm"
@@ -307,4 +308,31 @@ func TestWhyTheWorkerStoppedLeadsTheError(t *testing.T) {
 	ps := []EscalationPayload{pausedFor(t, res, status, "T1", ReasonMaxAttempts)}
 	require.True(t, strings.HasPrefix(ps[0].Error, "the worker stopped: blocked: stagnating: 3 iterations in a row changed nothing\n"), ps[0].Error)
 	require.Contains(t, ps[0].Error, "missing files (files_to_create, test_files): calc/add_test.go")
+}
+
+// A store that stays away past database.retry_for while the worker saves
+// its conversation costs the task no attempt: the run stops, and its
+// resume goes on with the same attempt.
+func TestStoreOutageCostsNoAttempt(t *testing.T) {
+	t.Parallel()
+	dir := newTestRepo(t, nil)
+	files := &fileWorker{script: map[string]map[string]string{"T1": {"calc/add.go": addGo, "calc/add_test.go": addTestGo}}}
+	calls := 0
+	w := agent.WorkerFunc(func(ctx context.Context, job agent.Job) (agent.Outcome, error) {
+		calls++
+		if calls == 1 {
+			down := &checkpoint.UnreachableError{Store: "postgres://db", For: 10 * time.Second, Err: errors.New("connection refused")}
+			return agent.Outcome{Status: agent.OutcomeIncomplete}, fmt.Errorf("agent worker: persist conversation c1: %w", down)
+		}
+		return files.Implement(ctx, job)
+	})
+	p := newTestPipeline(t, dir, w, planOf(task("T1", "Add", []string{"calc/add.go"}, "calc/add_test.go")))
+	h := newHarness(t, dir, p, storetest.NewMemory(t))
+	ctx := context.Background()
+	_, err := h.runner.Start(ctx, Run{ID: p.RunID, Repo: dir}, h.opts())
+	require.ErrorIs(t, err, checkpoint.ErrStoreUnreachable)
+	res, err := h.runner.Resume(ctx, p.RunID, h.opts())
+	require.NoError(t, err)
+	require.Equal(t, RunCompleted, h.status(), logText(res.State))
+	require.Equal(t, []string{"run-1/T1/1"}, trailers(t, dir), "the outage spent no attempt")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/llm"
@@ -553,6 +554,10 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 		rec.Error = "worker: " + out.Detail
 	}
 	refused := errors.Is(werr, agent.ErrProviderRefused)
+	// A store that stayed away past database.retry_for failed the
+	// worker's bookkeeping, not its work: no attempt is spent on it. The
+	// run stops to be resumed, or the queue tries the job again.
+	storeDown := errors.Is(werr, checkpoint.ErrStoreUnreachable)
 	if gerr := p.Repo.Restore(ctx, guard); gerr != nil {
 		var te *worktree.TamperError
 		switch {
@@ -567,9 +572,9 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 			return AttemptResult{}, fmt.Errorf("implement %s: %w", id, gerr)
 		}
 	}
-	if refused {
-		// Every task would be refused alike: the run stops, and this
-		// attempt's conversation goes on when it resumes.
+	if refused || storeDown {
+		// Every task would fail alike: the run stops, and this attempt's
+		// conversation goes on when it resumes.
 		return AttemptResult{}, fmt.Errorf("implement %s: %w", id, werr)
 	}
 	rec.Worker, rec.WorkerReason = out.Summary, string(out.Status)

@@ -30,8 +30,7 @@ func (r Verdict) errorContext(limit int) string {
 	}
 	switch {
 	case r.Failed > 0 || len(r.Failures) > 0:
-		failed := max(r.Failed, len(r.Failures))
-		fmt.Fprintf(&b, "%d of %d tests failed (%s, exit code %d)\n", failed, max(r.Total, failed), r.Runner(), r.ExitCode)
+		fmt.Fprintf(&b, "%s (%s, exit code %d)\n", r.failedCount(), r.Runner(), r.ExitCode)
 	case r.ExitCode != 0 && !r.TimedOut && r.Runner() == "exit code":
 		// Nothing but the exit code was read: naming it twice says nothing.
 		fmt.Fprintf(&b, "the test command exited with code %d\n", r.ExitCode)
@@ -141,4 +140,46 @@ func (r Verdict) Runner() string {
 		}
 	}
 	return strings.Join(names, "+")
+}
+
+// packageFailures names what a package-level failure (a Failure named
+// "[build failed]" and so on, for a package whose tests did not all run)
+// says of its package.
+var packageFailures = []struct{ name, says string }{
+	{"[build failed]", "did not build"},
+	{"[setup failed]", "failed its setup"},
+	{"[package did not finish]", "did not finish"},
+	{"[package failed]", "failed outside its tests"},
+}
+
+// failedCount says how many tests failed, and apart from them how many
+// packages failed to build, set up or finish: "1 of 1 tests failed" said
+// of a compile error sends a retry looking for a test.
+func (r Verdict) failedCount() string {
+	failed := max(r.Failed, len(r.Failures))
+	var parts []string
+	pkgs := 0
+	for _, pf := range packageFailures {
+		n := 0
+		for _, f := range r.Failures {
+			if f.Name == pf.name {
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s %s", n, plural(n, "package"), pf.says))
+			pkgs += n
+		}
+	}
+	if tests := failed - pkgs; tests > 0 || pkgs == 0 {
+		parts = append([]string{fmt.Sprintf("%d of %d tests failed", tests, max(r.Total-pkgs, tests))}, parts...)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -99,8 +100,19 @@ func trimHeadTail(s string, limit int) string {
 		return strings.TrimPrefix(elisionMarker(len(s)), "\n")
 	}
 	h := budget / 2
-	return joinElided([]byte(s[:h]), []byte(s[len(s)-(budget-h):]), len(s))
+	// A marker of an earlier cut in the part cut out now stands for more
+	// than its own bytes: the new marker counts what it stood for.
+	total := len(s)
+	for _, m := range markerRE.FindAllStringSubmatchIndex(s[h:len(s)-(budget-h)], -1) {
+		if n, err := strconv.Atoi(s[h+m[2] : h+m[3]]); err == nil {
+			total += n - (m[1] - m[0])
+		}
+	}
+	return joinElided([]byte(s[:h]), []byte(s[len(s)-(budget-h):]), total)
 }
+
+// markerRE matches an elisionMarker, its count as the group.
+var markerRE = regexp.MustCompile(`\n… (\d+) bytes elided …\n`)
 
 // Verify checks that each file in filesToCreate exists in dir, then runs
 // the tests in dir and parses their results. The report fails when a file

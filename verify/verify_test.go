@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -361,8 +360,6 @@ func TestDeriveCommands(t *testing.T) {
 	}
 }
 
-var markerRE = regexp.MustCompile(`\n… (\d+) bytes elided …\n`)
-
 func TestTrimHeadTail(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("abcdefghij", 100) // 1000 bytes, no newlines
@@ -419,6 +416,22 @@ func TestTrimHeadTail(t *testing.T) {
 		}
 		require.True(t, strings.HasPrefix(got, "line 000\n"))
 		require.True(t, strings.HasSuffix(got, "line 199\n"))
+	})
+
+	t.Run("cut twice", func(t *testing.T) {
+		t.Parallel()
+		// The runner's output is cut as it streams, then again to fit
+		// the verdict: the second marker counts all that is gone.
+		in := strings.Repeat("0123456789", 100000)
+		b := newHeadTail(4000, 4000)
+		b.WriteString(in)
+		got := trimHeadTail(b.String(), 1000)
+		m := markerRE.FindStringSubmatchIndex(got)
+		require.NotNil(t, m)
+		require.Len(t, markerRE.FindAllString(got, -1), 1)
+		n, err := strconv.Atoi(got[m[2]:m[3]])
+		require.NoError(t, err)
+		require.Equal(t, len(in), m[0]+n+len(got)-m[1])
 	})
 
 	t.Run("streaming buffer", func(t *testing.T) {
@@ -794,6 +807,14 @@ func TestErrorContext(t *testing.T) {
 			report: Verdict{Format: FormatGoJSON, TimedOut: true, ExitCode: -1, Duration: 1500 * time.Millisecond, MissingFiles: []string{"a.go", "b.go"},
 				Total: 1, Failed: 1, Failures: []Failure{{Name: "TestHang", Output: "(the test did not finish)\n"}}},
 			wantFull: "the tests timed out after 1.5s and were killed\nmissing files (files_to_create, test_files): a.go, b.go\n1 of 1 tests failed (go test, exit code -1)\n--- FAIL: TestHang\n(the test did not finish)"},
+		{name: "a package that did not build is no failed test", limit: 500,
+			report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 699, Failed: 1,
+				Failures: []Failure{{Name: "[build failed]", Package: "p", Output: "p/a_test.go:9:6: TestDup redeclared in this block\n"}}},
+			want: []string{"1 package did not build (go test, exit code 1)\n"}, wantNot: []string{"tests failed"}},
+		{name: "tests and packages", limit: 500,
+			report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 12, Failed: 4, Failures: []Failure{{Name: "TestA", Package: "a"},
+				{Name: "[setup failed]", Package: "b"}, {Name: "[build failed]", Package: "c"}, {Name: "[build failed]", Package: "d"}}},
+			want: []string{"1 of 9 tests failed; 2 packages did not build; 1 package failed its setup (go test, exit code 1)\n"}},
 		{name: "tiny limit", limit: 40, report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many}},
 	}
 	for _, tt := range tests {
