@@ -174,5 +174,10 @@ func (p *Pipeline) Work(ctx context.Context, job AttemptJob) (AttemptResult, err
 			p.log().WarnContext(ctx, "removing a finished attempt's worktree failed", slog.String("attempt", wt.ID()), slog.Any("error", err))
 		}
 	}
+	// The commit is the run's now, on the remote: a ref keeping it here
+	// would outlive the run, which deletes only its own.
+	if err := p.Repo.DropAttempt(ctx, job.RunID, id, job.Attempt); err != nil {
+		p.log().WarnContext(ctx, "dropping a pushed attempt's ref failed", slog.String("task_id", id), slog.Int("attempt", job.Attempt), slog.Any("error", err))
+	}
 	return res, nil
 }

@@ -74,6 +74,7 @@ func TestDispatchToAWorkerElsewhere(t *testing.T) {
 		require.NotContains(t, l, "run-1", "an attempt's worktree is left in the worker's clone")
 	}
 	require.Empty(t, gitT(t, bare, "for-each-ref", "refs/taskloom/"))
+	require.Empty(t, gitT(t, elsewhere, "for-each-ref", "refs/taskloom/"), "the worker's clone keeps the attempts it pushed")
 	mu.Lock()
 	require.Contains(t, progress, "T2/1 picked up")
 	mu.Unlock()

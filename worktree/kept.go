@@ -27,6 +27,20 @@ func (m *Manager) Keep(ctx context.Context, run, taskID string, attempt int, sha
 	return ref, nil
 }
 
+// DropAttempt deletes the ref that keeps one attempt's commit, for a clone
+// that handed the commit on (a worker's, which pushed it to the run's
+// remote): no review there will show it.
+func (m *Manager) DropAttempt(ctx context.Context, run, taskID string, attempt int) error {
+	w, err := m.worktree(run, taskID, attempt)
+	if err != nil {
+		return err
+	}
+	if _, err := m.git(ctx, m.root, "update-ref", "-d", w.KeptRef()); err != nil {
+		return fmt.Errorf("drop the kept commit of attempt %s: %w", w.ID(), err)
+	}
+	return nil
+}
+
 // DropKept deletes the refs that keep a run's unintegrated attempts
 // (refs/taskloom/attempts/RUN/…). They are kept until the run ends, for
 // its review; after that they would only pile up. It returns how many it
