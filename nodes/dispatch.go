@@ -53,7 +53,10 @@ func (p *Pipeline) dispatch(ctx context.Context, job AttemptJob) (AttemptResult,
 	if err := p.adopt(ctx, job, &res); err != nil {
 		var lost *lostResultError
 		if errors.As(err, &lost) {
-			rec := Attempt{TaskID: id, Attempt: job.Attempt, Error: "worker: " + lost.Error()}
+			// What the worker spent, it spent: its usage stays.
+			rec := res.Attempt
+			rec.TaskID, rec.Attempt, rec.Error = id, job.Attempt, "worker: "+lost.Error()
+			rec.Changed, rec.Commit, rec.Worktree, rec.Branch = false, "", "", ""
 			return AttemptResult{Attempt: rec, Note: clip.Line(rec.Error, 160)}, nil
 		}
 		return AttemptResult{}, fmt.Errorf("implement %s: %w", id, err)

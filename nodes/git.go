@@ -2,13 +2,18 @@ package nodes
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"slices"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/safefile"
 	"github.com/taskloom/taskloom/worktree"
 )
 
@@ -43,12 +48,9 @@ func WorktreeDiff(confine agent.ConfineFunc) func(ctx context.Context, dir strin
 		if err != nil {
 			return "", err
 		}
-		git := func(stdin string, args ...string) (string, error) {
+		git := func(args ...string) (string, error) {
 			args = append([]string{"git", "-c", "core.fsmonitor=false"}, args...)
 			c := proc.Cmd{Args: args, Dir: dir, Timeout: diffTimeout}
-			if stdin != "" {
-				c.Stdin = strings.NewReader(stdin)
-			}
 			res, err := proc.Run(ctx, cf.Apply(c))
 			switch {
 			case err != nil:
@@ -62,33 +64,49 @@ func WorktreeDiff(confine agent.ConfineFunc) func(ctx context.Context, dir strin
 		}
 		var b strings.Builder
 		for _, args := range [][]string{{"rev-parse", "HEAD"}, {"status", "--porcelain", "--untracked-files=all"}, {"diff", "--no-ext-diff", "--no-textconv", "HEAD"}} {
-			out, err := git("", args...)
+			out, err := git(args...)
 			if err != nil {
 				return "", err
 			}
 			b.WriteString(out)
 		}
-		untracked, err := git("", "ls-files", "--others", "--exclude-standard", "-z")
+		untracked, err := git("ls-files", "--others", "--exclude-standard", "-z")
 		if err != nil {
 			return "", err
 		}
-		// A name with a newline cannot be passed on a line; it is left to
-		// the status.
-		files := slices.DeleteFunc(strings.FieldsFunc(untracked, func(r rune) bool { return r == 0 }),
-			func(f string) bool { return strings.Contains(f, "\n") })
-		if len(files) > 0 {
-			// One git for all: their content, so that one written again
-			// changes the report.
-			out, err := git(strings.Join(files, "\n")+"\n", "hash-object", "--stdin-paths")
-			if err != nil {
-				return "", err
-			}
-			b.WriteString(strings.Join(files, "\x00"))
-			b.WriteString(out)
+		for _, f := range strings.FieldsFunc(untracked, func(r rune) bool { return r == 0 }) {
+			// Their content, so that one written again changes the report.
+			fmt.Fprintf(&b, "%q %s\n", f, contentID(filepath.Join(dir, filepath.FromSlash(f))))
 		}
 		return b.String(), nil
 	}
 }
+
+// contentID stands for the content of a file the worker made, read here
+// rather than by git, which fails on a name it cannot take on a line and
+// on a dangling symlink: a regular file's hash (or, past the file tools'
+// limit, its size and time), a symlink's target, another kind's mode.
+func contentID(path string) string {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return "gone"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(path)
+		return "link " + target
+	case !fi.Mode().IsRegular():
+		return fi.Mode().String()
+	}
+	data, err := safefile.ReadFile(path, maxHashed)
+	if err != nil {
+		return fmt.Sprintf("%d bytes at %s", fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano))
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// maxHashed bounds a file WorktreeDiff reads whole.
+const maxHashed = 16 << 20
 
 // diffTimeout bounds each git of WorktreeDiff.
 const diffTimeout = 2 * time.Minute

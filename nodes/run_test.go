@@ -202,10 +202,24 @@ func TestWorktreeDiff(t *testing.T) {
 		require.False(t, seen[d], "the report changed after writing %v", files)
 		seen[d] = true
 	}
+	// Names git cannot take on a line, and a dangling symlink, are
+	// content like any other.
+	for _, name := range []string{"\"quoted", "cr\r", "new\nline"} {
+		testkit.WriteFiles(t, dir, map[string]string{name: "x\n"})
+		d, err := diff(ctx, dir)
+		require.NoError(t, err, "after writing %q", name)
+		require.False(t, seen[d], "the report changed after writing %q", name)
+		seen[d] = true
+	}
+	require.NoError(t, os.Symlink("../dist/cli.js", filepath.Join(dir, "cli")))
+	d, err := diff(ctx, dir)
+	require.NoError(t, err, "after a dangling symlink")
+	require.False(t, seen[d])
+	seen[d] = true
 	// A worker that commits its work, as agents do, changed something.
 	testkit.Git(t, dir, "add", "-A")
 	testkit.Git(t, dir, "commit", "-q", "-m", "work")
-	d, err := diff(ctx, dir)
+	d, err = diff(ctx, dir)
 	require.NoError(t, err)
 	require.False(t, seen[d], "a commit changes the report")
 	_, err = diff(ctx, filepath.Join(dir, "missing"))

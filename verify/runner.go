@@ -48,8 +48,14 @@ func (r runner) format() string {
 // detectRunner finds the test runner argv runs itself, and the index in
 // argv where options for it go.
 func detectRunner(argv []string) (runner, int) {
-	if len(argv) >= 2 && progName(argv[0]) == "go" && argv[1] == "test" {
-		return runnerGo, 2
+	if len(argv) >= 2 && progName(argv[0]) == "go" {
+		// go -C DIR test runs in a module's folder.
+		if argv[1] == "test" {
+			return runnerGo, 2
+		}
+		if len(argv) >= 4 && argv[1] == "-C" && argv[3] == "test" {
+			return runnerGo, 4
+		}
 	}
 	for i, a := range argv {
 		switch progName(a) {
@@ -419,7 +425,8 @@ func deriveCommands(dir string, testFiles, command []string) [][]string {
 		base := path.Base(f)
 		if node != "" {
 			if strings.HasSuffix(base, ".py") {
-				pyFiles = append(pyFiles, f+"::"+node)
+				// A node ID is pytest's own way to name a test.
+				pyFiles = append(pyFiles, f+"::"+node, "")
 			}
 			continue
 		}
@@ -429,7 +436,10 @@ func deriveCommands(dir string, testFiles, command []string) [][]string {
 			if !ok {
 				continue
 			}
-			rel := strings.TrimPrefix(strings.TrimPrefix(path.Dir(f), mod), "/")
+			rel := path.Dir(f)
+			if mod != "." {
+				rel = strings.TrimPrefix(strings.TrimPrefix(rel, mod), "/")
+			}
 			pkg := "./" + rel
 			if rel == "" || rel == "." {
 				pkg = "."

@@ -262,6 +262,7 @@ func TestPrepare(t *testing.T) {
 		{"/usr/local/go/bin/go test -run TestX ./a", "/usr/local/go/bin/go test -json -run TestX ./a", runnerGo, "", nil},
 		{"go test -json ./...", "go test -json ./...", runnerGo, "", nil},
 		{"go test ./a -args -json", "go test -json ./a -args -json", runnerGo, "", nil},
+		{"go -C backend test ./api", "go -C backend test -json ./api", runnerGo, "", nil},
 		{"go vet ./...", "go vet ./...", runnerOther, "/tmp/r/junit.xml", []string{junit}},
 		{"python3 -m pytest -q tests", "python3 -m pytest --junitxml=/tmp/r/junit.xml -o junit_family=xunit1 -q tests", runnerPytest, "/tmp/r/junit.xml", nil},
 		{"uv run pytest", "uv run pytest --junitxml=/tmp/r/junit.xml -o junit_family=xunit1", runnerPytest, "/tmp/r/junit.xml", nil},
@@ -324,6 +325,7 @@ func TestDeriveCommands(t *testing.T) {
 		{"none", "", nil, nil, nil},
 		{"go packages, deduplicated and sorted", goDir, []string{"b/x_test.go", "a/y_test.go", "./b/z_test.go", "b/x.go"}, []string{"go test ./a ./b"}, nil},
 		{"go root package", goDir, []string{"main_test.go"}, []string{"go test ."}, nil},
+		{"go package in a dot folder", goDir, []string{".tools/lint/x_test.go"}, []string{"go test ./.tools/lint"}, nil},
 		{"go modules in folders", monorepo, []string{"backend/api/a_test.go", "tools/t_test.go", "backend/b_test.go"}, []string{"go -C backend test . ./api", "go -C tools test ."}, nil},
 		{"go workspace", workspace, []string{"svc/a_test.go"}, []string{"go test ./svc"}, nil},
 		{"go file in no module", "", []string{"a_test.go"}, nil, nil},
@@ -343,6 +345,7 @@ func TestDeriveCommands(t *testing.T) {
 		{"vitest by path", "", []string{"a.test.ts"}, []string{"node_modules/.bin/vitest run a.test.ts"}, []string{"node_modules/.bin/vitest", "run"}},
 		{"a script names no runner", "", []string{"test_a.py"}, nil, []string{"make", "test"}},
 		{"pytest node IDs", "", []string{"tests/test_a.py::test_b", "tests/test_c.py"}, []string{"pytest tests/test_a.py::test_b tests/test_c.py"}, []string{"pytest"}},
+		{"a node ID says pytest", "", []string{"tests/test_a.py::test_b"}, []string{"python3 -m pytest tests/test_a.py::test_b"}, []string{"make", "test"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -84,9 +84,12 @@ func (m *Manager) refSnapshot(_ context.Context, skipPrefix string) (map[string]
 
 // guardedFiles are the files under the common dir a worker must not
 // change: the config (where a hooks path or an alias could be planted),
-// the shared HEAD, and every hook.
+// the shared HEAD, every hook, and the object store's alternates, through
+// which objects of the worker's making, anywhere, would be read as the
+// repository's own.
 func (m *Manager) guardedFiles() []string {
-	files := []string{"config", "config.worktree", "HEAD", "info/exclude", "info/attributes"}
+	files := []string{"config", "config.worktree", "HEAD", "info/exclude", "info/attributes",
+		"objects/info/alternates", "objects/info/http-alternates"}
 	entries, _ := os.ReadDir(filepath.Join(m.commonDir, "hooks"))
 	for _, e := range entries {
 		files = append(files, filepath.Join("hooks", e.Name()))

@@ -285,6 +285,10 @@ func TestGuardMendsThePacks(t *testing.T) {
 		// An object planted under the name of content not written yet:
 		// git would take it for that content ever after.
 		{"garbage planted as an object", plant + "echo garbage > \"$o/$(echo $h | cut -c3-)\"", "was written with content that is not the object its name says (removed)", false},
+		// Objects of the worker's making, read through alternates, would
+		// need no name in objects/ at all.
+		{"alternates planted", plant + "mkdir -p \"$o/../evil/$(echo $h | cut -c1-2)\" && echo garbage > \"$o/../evil/$(echo $h | cut -c1-2)/$(echo $h | cut -c3-)\" && echo \"$o/../evil\" >> \"$o/../info/alternates\"",
+			".git/objects/info/alternates was created", false},
 		{"another object planted", plant + "cp \"$o/../$(echo $x | cut -c1-2)/$(echo $x | cut -c3-)\" \"$o/$(echo $h | cut -c3-)\"", "is not the object its name says (removed)", false},
 	}
 	for _, tc := range cases {

@@ -6,9 +6,11 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,7 +105,9 @@ func (m *Manager) checkLoose(snap looseSnap) ([]string, error) {
 			if looseIntact(path, name) {
 				continue
 			}
-			if err := os.Remove(path); err != nil {
+			if err := os.Remove(path); errors.Is(err, fs.ErrNotExist) {
+				continue // git's housekeeping took it meanwhile
+			} else if err != nil {
 				stuck = append(stuck, fmt.Sprintf("objects/%s/%s is not the object its name says, and could not be removed: %v", dir, e.Name(), err))
 				continue
 			}
@@ -119,12 +123,14 @@ func (m *Manager) checkLoose(snap looseSnap) ([]string, error) {
 
 // looseIntact reports whether the loose object file at path holds the
 // object name: zlib-compressed "type size\0content" whose hash is name.
-// Anything else in its place (not a regular file, not zlib, a wrong size,
-// another hash) is not intact.
+// Anything else in its place (not a regular file, one git cannot read,
+// not zlib, a wrong size, another hash) is not intact. A file that went
+// away, or that could not be opened for a reason of this process's (too
+// many open files), is not judged.
 func looseIntact(path, name string) bool {
 	f, err := safefile.Open(path)
 	if err != nil {
-		return false
+		return !errors.Is(err, fs.ErrPermission) && !errors.Is(err, safefile.ErrNotRegular)
 	}
 	defer f.Close()
 	z, err := zlib.NewReader(bufio.NewReader(f))

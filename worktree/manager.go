@@ -107,6 +107,10 @@ type Manager struct {
 	objects    *objectStore
 
 	adminMu sync.Mutex // serializes worktree add, remove and prune; guards idle
+	// addMu keeps fetches (read) apart from git worktree add (write),
+	// which leaves a placeholder HEAD that a fetch reads as a bad object;
+	// fetches go on side by side, and with everything else.
+	addMu sync.RWMutex
 	// idle holds removed attempts' worktrees, parked detached under
 	// .taskloom/worktrees/_idle-*, for Create to reuse (see reuse).
 	idle    []string

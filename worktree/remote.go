@@ -62,9 +62,9 @@ func (m *Manager) Fetch(ctx context.Context, remote, ref, run string) (string, e
 	scratch := fmt.Sprintf("refs/heads/%s%s/fetch-%d-%d", branchPrefix, run, os.Getpid(), fetchSeq.Add(1))
 	// A fetch reads every worktree's HEAD, and git worktree add writes a
 	// placeholder there before the real one: "bad object worktrees/…/HEAD".
-	m.adminMu.Lock()
+	m.addMu.RLock()
 	_, err := m.remoteGit(ctx, "fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+scratch)
-	m.adminMu.Unlock()
+	m.addMu.RUnlock()
 	if err != nil {
 		return "", fmt.Errorf("fetch %s from %s: %w", ref, remote, err)
 	}

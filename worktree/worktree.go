@@ -111,7 +111,9 @@ func (m *Manager) CreateAt(ctx context.Context, run, taskID string, attempt int,
 		if err == nil {
 			// The branch's reflog keeps its creation point, where Get finds
 			// the base again after a restart.
+			m.addMu.Lock()
 			_, err = m.git(ctx, m.root, "-c", "core.logAllRefUpdates=true", "worktree", "add", "-q", "-b", w.Branch, w.Path, base)
+			m.addMu.Unlock()
 		}
 		m.adminMu.Unlock()
 		if err != nil {

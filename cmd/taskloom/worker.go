@@ -34,7 +34,11 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if !session.IsPostgresURL(cfg.Database.URL) {
 				return session.ErrWorkerNeedsPostgres
 			}
-			s, err := openRunSession(cmd.Context(), cmd, repo)
+			s, err := session.Open(cmd.Context(), session.Opts{Repo: repo, Flags: cmd.Flags(), Existing: true, AwaitStore: true, Stderr: cmd.ErrOrStderr()})
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintln(a.stdout, "taskloom worker stopped before any run made the store")
+				return withCode(exitInterrupted, nil)
+			}
 			if err != nil {
 				return err
 			}

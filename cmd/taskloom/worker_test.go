@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
@@ -28,22 +31,44 @@ func TestWorkerNeedsThePostgresDatabase(t *testing.T) {
 	require.Contains(t, errOut, "--concurrency must be at least 1")
 }
 
-// A worker pointed at a database that holds no taskloom store (a typo in
-// --db, the app's own database) says so and leaves it as it was.
-func TestWorkerMakesNoStoreInAnotherDatabase(t *testing.T) {
+// A worker pointed at a database that holds no taskloom store yet (one
+// started before the first run, or given a mistyped --db) waits for a run
+// to make it, says so once, and makes no tables there itself.
+func TestWorkerWaitsForTheStore(t *testing.T) {
 	repo := testkit.Repo(t, map[string]string{"README.md": "# r\n"})
 	db := checkpointtest.NewEmptyPostgresSchema(t)
-	code, out, errOut := runCLI(t, "worker", "--repo", repo, "--db", db)
-	require.Equal(t, 1, code, errOut)
-	require.Empty(t, out)
-	require.Contains(t, errOut, "taskloom: no taskloom runs yet in postgres://")
-	require.Contains(t, errOut, "start one with taskloom run PRODUCT.md --db URL")
+	ctx, cancel := context.WithCancel(t.Context())
+	stop := time.AfterFunc(3*time.Second, cancel)
+	defer stop.Stop()
+	var out, errOut bytes.Buffer
+	code := Execute(ctx, []string{"worker", "--repo", repo, "--db", db}, strings.NewReader(""), &out, &errOut)
+	require.Equal(t, 130, code, errOut.String())
+	require.Equal(t, 1, strings.Count(errOut.String(), "waiting for a run to make one"), errOut.String())
+	require.Contains(t, errOut.String(), "taskloom: no taskloom store in postgres://")
+	require.Equal(t, "taskloom worker stopped before any run made the store\n", out.String())
 	pool, err := pgxpool.New(context.Background(), db)
 	require.NoError(t, err)
 	defer pool.Close()
 	var tables int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()").Scan(&tables))
 	require.Zero(t, tables, "the worker made tables")
+}
+
+// Once a run (here, migrate) makes the store, the waiting worker goes on:
+// to its next check, which this clone without a remote fails.
+func TestWorkerGoesOnOnceTheStoreIsMade(t *testing.T) {
+	repo := testkit.Repo(t, map[string]string{"README.md": "# r\n"})
+	db := checkpointtest.NewEmptyPostgresSchema(t)
+	made := make(chan int, 1)
+	time.AfterFunc(time.Second, func() {
+		code, _, _ := runCLI(t, "migrate", "--db", db)
+		made <- code
+	})
+	code, _, errOut := runCLI(t, "worker", "--repo", repo, "--db", db)
+	require.Equal(t, 0, <-made)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, "waiting for a run to make one")
+	require.Contains(t, errOut, `has no git remote "origin"`)
 }
 
 func TestRunWithoutWorkersNeedsTheQueue(t *testing.T) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -141,10 +143,48 @@ func (s *Session) queue() queue.Store {
 }
 
 // jobConfig is the config a job carries to workers elsewhere: the run's,
-// without the database URL, whose password must not be stored.
+// without the database URL, whose password must not be stored, and with
+// the MCP servers' env values and URL credentials masked, as `taskloom
+// config` prints them: River keeps its jobs after they end, in a database
+// other projects may share. A worker puts back its own (workerSecrets).
 func jobConfig(c config.Config) config.Config {
 	c.Database.URL = ""
+	c.MCP = c.Redacted().MCP
 	return c
+}
+
+// workerSecrets puts back, in the MCP servers of a job's config, what
+// jobConfig masked: the env values and URL of the server of the same name
+// in this worker's own config, or else, for an env value, this process's
+// variable of that name, as for the provider's key. A value found in
+// neither is left out.
+func workerSecrets(job, own []config.MCPServer) []config.MCPServer {
+	out := slices.Clone(job)
+	for i := range out {
+		s := &out[i]
+		var mine config.MCPServer
+		for _, o := range own {
+			if o.Name == s.Name {
+				mine = o
+			}
+		}
+		if mine.URL != "" && config.RedactURL(mine.URL) == s.URL {
+			s.URL = mine.URL
+		}
+		if len(s.Env) == 0 {
+			continue
+		}
+		env := make(map[string]string, len(s.Env))
+		for k := range s.Env {
+			if v, ok := mine.Env[k]; ok {
+				env[k] = v
+			} else if v, ok := os.LookupEnv(k); ok {
+				env[k] = v
+			}
+		}
+		s.Env = env
+	}
+	return out
 }
 
 // ErrWorkerNeedsPostgres says that `taskloom worker` was not given the
@@ -282,6 +322,7 @@ func (s *Session) jobRun(ctx context.Context, a queue.Args) (*jobRun, error) {
 	if err := json.Unmarshal(a.Config, &cfg); err != nil {
 		return nil, fmt.Errorf("the job of %s/%s/%d carries an unreadable config: %w", a.RunID, a.TaskID, a.Attempt, err)
 	}
+	cfg.MCP.Servers = workerSecrets(cfg.MCP.Servers, s.Cfg.MCP.Servers)
 	js := &Session{Cfg: cfg, Repo: s.Repo, DBURL: s.DBURL, Saver: s.Saver, Store: s.Store, Logger: s.Logger, flags: s.flags, stderr: s.stderr}
 	p, err := js.Pipeline(ctx, a.RunID, "", Meta{Model: a.Model, Workers: 1})
 	if err != nil {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
@@ -92,4 +94,31 @@ func TestBaseHere(t *testing.T) {
 	require.True(t, baseHere(ctx, m, "nowhere", a), "a remote that does not answer decides nothing")
 	named := queue.Args{Project: "0123456789abcdef0123456789abcdef01234567", Job: nodes.AttemptJob{Base: base}}
 	require.True(t, baseHere(ctx, m, "origin", named), "a job that names its repository is for SameProject to judge")
+}
+
+// A job carries the run's config without its secrets: River keeps the job
+// in a database other projects may share. The worker puts back its own
+// MCP secrets, from its config or its environment.
+func TestJobConfigKeepsNoSecrets(t *testing.T) {
+	t.Setenv("MCP_FROM_ENV", "from-the-worker-env")
+	var c config.Config
+	c.Database.URL = "postgres://u:dbpass@h/db"
+	c.MCP.Servers = []config.MCPServer{
+		{Name: "tools", Command: []string{"srv"}, Env: map[string]string{"MCP_TOKEN": "tok-secret-1", "MCP_FROM_ENV": "tok-secret-2", "MCP_NOWHERE": "tok-secret-3"}},
+		{Name: "web", URL: "https://u:urlpass@mcp.example/mcp?token=tok-secret-4"},
+	}
+	job := jobConfig(c)
+	data, err := json.Marshal(job)
+	require.NoError(t, err)
+	for _, secret := range []string{"dbpass", "tok-secret-1", "tok-secret-2", "tok-secret-3", "urlpass", "tok-secret-4"} {
+		require.NotContains(t, string(data), secret)
+	}
+	own := []config.MCPServer{
+		{Name: "tools", Env: map[string]string{"MCP_TOKEN": "worker-token"}},
+		{Name: "web", URL: "https://u:worker-pass@mcp.example/mcp?token=worker-tok"},
+	}
+	got := workerSecrets(job.MCP.Servers, own)
+	require.Equal(t, map[string]string{"MCP_TOKEN": "worker-token", "MCP_FROM_ENV": "from-the-worker-env"}, got[0].Env)
+	require.Equal(t, "https://u:worker-pass@mcp.example/mcp?token=worker-tok", got[1].URL)
+	require.Equal(t, "tok-secret-1", c.MCP.Servers[0].Env["MCP_TOKEN"], "the run's own config is untouched")
 }

@@ -71,6 +71,10 @@ type Opts struct {
 	// (resume, review, replan): they never create the repo's embedded
 	// store either, since a repo without one has no runs (ErrNoStore).
 	Existing bool
+	// AwaitStore, with Existing, waits for a run to create the store
+	// rather than stop with ErrNoStore, saying so once on Stderr: a
+	// worker may start before the first run.
+	AwaitStore bool
 	// Stderr hears, once per outage, that the store is being waited for.
 	Stderr io.Writer
 }
@@ -191,8 +195,9 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 	if o.Existing && !o.ReadOnly {
 		// Nor does a command on runs already there (a worker, a resume):
 		// a mistyped --db must not get taskloom's tables, and there are
-		// no runs to find in it.
-		if err := hasSchema(ctx, s.DBURL, StoreRetry(cfg, o.Stderr)); err != nil {
+		// no runs to find in it. A worker started before the first run
+		// waits for the run to make the store.
+		if err := awaitSchema(ctx, s.DBURL, o, StoreRetry(cfg, o.Stderr)); err != nil {
 			return nil, err
 		}
 	}
@@ -215,6 +220,39 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 	}
 	return s, nil
 }
+
+// awaitSchema returns hasSchema's answer, or with o.AwaitStore waits
+// until the store has its tables or ctx ends.
+func awaitSchema(ctx context.Context, dbURL string, o Opts, retry *checkpoint.RetryOpts) error {
+	if !IsPostgresURL(dbURL) {
+		// A SQLite file that is not there holds no runs; opening it
+		// would create it.
+		if _, err := os.Stat(sqlite.Path(dbURL)); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md --db %s", ErrNoStore, dbURL, dbURL)
+		}
+	}
+	said := false
+	for {
+		err := hasSchema(ctx, dbURL, retry)
+		if !o.AwaitStore || !errors.Is(err, ErrNoStore) {
+			return err
+		}
+		if !said && o.Stderr != nil {
+			fmt.Fprintf(o.Stderr, "taskloom: no taskloom store in %s yet; waiting for a run to make one (taskloom run PRODUCT.md --db URL)\n", config.RedactURL(dbURL))
+			said = true
+		}
+		t := time.NewTimer(storePoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// storePoll is how often a worker waiting for the store looks again.
+const storePoll = 2 * time.Second
 
 // hasSchema returns ErrNoStore when the store at dbURL has no taskloom
 // tables, opening it read-only to look.
