@@ -193,7 +193,7 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 	}
 	m.mainRef = "refs/heads/" + m.mainBranch
 	if _, err := m.Head(ctx); err != nil {
-		return nil, fmt.Errorf("open %s: main branch %q has no commit: create it or set the main branch", m.root, m.mainBranch)
+		return nil, fmt.Errorf("open %s: branch %s has no commit yet: a run starts its attempts from one; make a first commit (git commit --allow-empty -m init), or check out the branch to integrate into", m.root, m.mainBranch)
 	}
 
 	checkout, err := m.mainCheckout(ctx)

@@ -43,6 +43,14 @@ func TestDoctor(t *testing.T) {
 	require.Contains(t, out, "sandbox")
 	require.Contains(t, out, "a run can start")
 
+	// A branch with no commit yet: a run could not start there.
+	empty := t.TempDir()
+	git(t, empty, "init", "-q", "-b", "main")
+	code, out, _ = taskloom(t, "doctor", "--repo", empty, "--model", "scripted:"+session)
+	require.Equal(t, exitError, code, out)
+	require.Contains(t, out, "FAIL branch   main has no commit yet")
+	require.NotContains(t, out, "a run can start")
+
 	// A script that is not there, or does not parse, fails the model.
 	code, out, _ = taskloom(t, "doctor", "--repo", dir, "--model", "scripted:"+filepath.Join(dir, "missing.json"))
 	require.Equal(t, exitError, code, out)

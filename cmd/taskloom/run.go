@@ -98,7 +98,7 @@ func (o *resumeOpts) Validate() error {
 	if o.RunID == "" {
 		return usageError("resume needs a run ID: taskloom resume RUN_ID (see taskloom runs)")
 	}
-	if _, err := strconv.ParseInt(o.From, 10, 64); o.From != "" && err != nil {
+	if n, err := strconv.ParseInt(o.From, 10, 64); o.From != "" && (err != nil || n < 0) {
 		return usageError("--from %q: want a checkpoint step number from taskloom history", o.From)
 	}
 	return nil

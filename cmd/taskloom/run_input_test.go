@@ -36,6 +36,15 @@ func TestRunWorkersOutOfRange(t *testing.T) {
 	require.Equal(t, "taskloom: --workers must be at least 0, got -1\n", errOut)
 }
 
+func TestResumeFromANegativeCheckpoint(t *testing.T) {
+	repo := testkit.Repo(t, map[string]string{"README.md": "# r\n"})
+	for _, from := range []string{"-1", "x"} {
+		code, _, errOut := taskloom(t, "resume", "r1", "--from", from, "--repo", repo)
+		require.Equal(t, exitUsage, code, errOut)
+		require.Equal(t, "taskloom: --from \""+from+"\": want a checkpoint step number from taskloom history\n", errOut)
+	}
+}
+
 // TestRunRefusesAnEmptyProduct: an empty PRODUCT.md is said to be empty,
 // before a run is recorded and whatever the model.
 func TestRunRefusesAnEmptyProduct(t *testing.T) {

@@ -83,7 +83,7 @@ func Run(ctx context.Context, repo string, load LoadFunc) ([]Check, error) {
 		}
 		r.checkModel(cfg)
 		r.checkVerify(ctx, cfg, root)
-		r.checkMCP(ctx, cfg)
+		r.checkMCP(ctx, cfg, root)
 		r.checkLinear(ctx, cfg)
 	}
 
@@ -109,11 +109,22 @@ func Write(w io.Writer, checks []Check) int {
 	return failed
 }
 
+// noCommit says that a branch has no commit yet, for a run needs a head
+// to start its attempts from.
+func noCommit(branch string) string {
+	return fmt.Sprintf("%s has no commit yet: a run starts its attempts from one; make a first commit (git commit --allow-empty -m init)", branch)
+}
+
 func (r *report) checkBranch(ctx context.Context, root string) {
 	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "symbolic-ref", "-q", "--short", "HEAD"}, Dir: root, Env: worktree.GitEnv()})
 	branch := strings.TrimSpace(res.Stdout)
 	if err != nil || res.ExitCode != 0 || branch == "" {
 		r.add("branch", "fail", "HEAD is detached: check out the branch a run should integrate into")
+		return
+	}
+	res, err = proc.Run(ctx, proc.Cmd{Args: []string{"git", "rev-parse", "-q", "--verify", "HEAD^{commit}"}, Dir: root, Env: worktree.GitEnv()})
+	if err == nil && res.ExitCode != 0 {
+		r.add("branch", "fail", "%s", noCommit(branch))
 		return
 	}
 	res, err = proc.Run(ctx, proc.Cmd{Args: []string{"git", "status", "--porcelain", "--untracked-files=no"}, Dir: root, Env: worktree.GitEnv()})
@@ -326,11 +337,11 @@ func runnerProblem(ctx context.Context, env []string, root string, argv []string
 // the listing of its tools: a command that is found may still fail to
 // start, and a port that answers may not speak MCP. A server that is down
 // only costs the agent its tools (a run still starts): a warning.
-func (r *report) checkMCP(ctx context.Context, cfg config.Config) {
+func (r *report) checkMCP(ctx context.Context, cfg config.Config, root string) {
 	if len(cfg.MCP.Servers) == 0 {
 		return
 	}
-	opts := mcpclient.ConfigOpts(cfg)
+	opts := mcpclient.ConfigOpts(cfg, root)
 	opts.StartTimeout = mcpStartTimeout
 	c := mcpclient.New(opts)
 	defer c.Close()

@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,10 @@ type Server struct {
 // Opts configures a Client. Zero fields mean the defaults given.
 type Opts struct {
 	Servers []Server
+	// Dir is the folder stdio servers start in, and against which a
+	// relative command path ("./tools/server") is found: the repo's, for
+	// the servers of its config. "" means this process's.
+	Dir string
 	// EnvAllow is what a stdio server keeps of Environ (sandbox.env_allow);
 	// nil means proc.DefaultEnvAllow.
 	EnvAllow []string
@@ -376,6 +381,7 @@ type server struct {
 	st       *state
 	err      error // the last start's failure
 	failedAt time.Time
+	warned   bool // its failure to start was told, and it has not started since
 	stderr   tail
 }
 
@@ -405,10 +411,14 @@ func (s *server) session(ctx context.Context) (*state, error) {
 		// a token in its query and all: it goes to the model's prompt.
 		msg := config.RedactURLs(fmt.Sprintf("MCP server %q %s", s.cfg.Name, err))
 		s.err, s.failedAt = unavailable(s.redactor.Redact(msg)), time.Now()
-		s.c.warn(s.err.Error())
+		if !s.warned {
+			// Named once: each later try fails the calls, not the log.
+			s.c.warn(s.err.Error())
+			s.warned = true
+		}
 		return nil, s.err
 	}
-	s.st, s.err = st, nil
+	s.st, s.err, s.warned = st, nil, false
 	return st, nil
 }
 
@@ -429,8 +439,13 @@ func (s *server) start(ctx context.Context) (*state, error) {
 		slices.Sort(env)
 		// The server lives as long as the client, not as the call that
 		// started it.
+		args := slices.Clone(s.cfg.Command)
+		if d := s.c.opts.Dir; d != "" && !filepath.IsAbs(args[0]) && strings.ContainsRune(args[0], '/') {
+			args[0] = filepath.Join(d, args[0])
+		}
 		cmd, err := proc.ServerCommand(s.c.ctx, proc.Cmd{
-			Args:     s.cfg.Command,
+			Args:     args,
+			Dir:      s.c.opts.Dir,
 			Env:      proc.ReduceEnv(s.c.opts.Environ, s.c.opts.EnvAllow, env...),
 			OnLine:   s.stderr.add,
 			Redactor: proc.NewRedactor(s.c.opts.Environ, s.c.opts.EnvAllow),
@@ -590,21 +605,21 @@ func (t *tail) reset() {
 // FromConfig returns the client of a run's mcp.servers, with stdio servers
 // getting sandbox.env_allow plus their own env, and each server that
 // cannot start named once on warnings; nil when no server is configured.
-func FromConfig(cfg config.Config, warnings io.Writer) *Client {
+func FromConfig(cfg config.Config, repo string, warnings io.Writer) *Client {
 	if len(cfg.MCP.Servers) == 0 {
 		return nil
 	}
-	opts := ConfigOpts(cfg)
+	opts := ConfigOpts(cfg, repo)
 	opts.WarnFunc = func(msg string) { fmt.Fprintf(warnings, "taskloom: warning: %s\n", msg) }
 	return New(opts)
 }
 
 // ConfigOpts returns the options of a run's mcp.servers: stdio servers
-// get sandbox.env_allow plus their own env.
-func ConfigOpts(cfg config.Config) Opts {
+// start in the repo, with sandbox.env_allow plus their own env.
+func ConfigOpts(cfg config.Config, repo string) Opts {
 	var servers []Server
 	for _, s := range cfg.MCP.Servers {
 		servers = append(servers, Server{Name: s.Name, Command: append(slices.Clone(s.Command), s.Args...), Env: s.Env, URL: s.URL})
 	}
-	return Opts{Servers: servers, EnvAllow: cfg.Sandbox.EnvAllow}
+	return Opts{Servers: servers, Dir: repo, EnvAllow: cfg.Sandbox.EnvAllow}
 }

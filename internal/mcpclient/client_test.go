@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -231,6 +232,37 @@ func TestBrokenServersNamed(t *testing.T) {
 	require.Len(t, warned, 4)
 
 	requireEchoes(t, c, "self", "fine")
+}
+
+// A server that cannot start is named once, however often it is tried
+// again; one that started since and fails again is named again.
+func TestFailedServerNamedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var warned []string
+	c := newClient(t, mcpclient.Opts{
+		Servers:    []mcpclient.Server{{Name: "missing", Command: []string{"taskloom-no-such-mcp-server"}}},
+		RetryAfter: time.Millisecond,
+		WarnFunc:   func(msg string) { warned = append(warned, msg) },
+	})
+	for range 3 {
+		c.Servers(ctx)
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Len(t, warned, 1, "%q", warned)
+}
+
+// A relative command in the repo's config is the repo's, wherever taskloom
+// was started from, and the server starts in the repo.
+func TestRelativeCommandIsTheRepos(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	self := selfServer(t, "self", nil)
+	require.NoError(t, os.MkdirAll(filepath.Join(repo, "tools"), 0o755))
+	require.NoError(t, os.Symlink(self.Command[0], filepath.Join(repo, "tools", "server")))
+	self.Command = []string{"./tools/server"}
+	c := newClient(t, mcpclient.Opts{Servers: []mcpclient.Server{self}, Dir: repo})
+	requireEchoes(t, c, "self", "from the repo")
 }
 
 // A streamable-HTTP server, served in-process by the SDK.

@@ -99,6 +99,10 @@ func New(runID, repo, flags string, res graph.Result[nodes.State]) (*Review, err
 		return nil, fmt.Errorf("run %s has not paused for review yet: the other tasks run first, then it pauses for the review of %s; if the run is stopped, resume it: taskloom resume %s%s",
 			runID, strings.Join(ids, ", "), runID, flags)
 	}
+	if res.Status == graph.StatusPending {
+		// The checkpoint cannot tell a live run from one killed mid-step.
+		return nil, fmt.Errorf("run %s is not waiting for a review: it is running, or it stopped before it paused (then resume it: taskloom resume %s%s); nothing to decide", runID, runID, flags)
+	}
 	return nil, fmt.Errorf("run %s is not waiting for a review (it is %s); nothing to decide", runID, nodes.StatusOf(res, nil))
 }
 

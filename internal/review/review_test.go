@@ -132,6 +132,14 @@ func TestNewBeforeThePause(t *testing.T) {
 	require.EqualError(t, err, "run r1 has not paused for review yet: the other tasks run first, then it pauses for the review of T1; if the run is stopped, resume it: taskloom resume r1 --db x")
 }
 
+// A run mid-step, or killed there, is not called running: the checkpoint
+// cannot tell which, and a stopped one is resumed.
+func TestNewMidRun(t *testing.T) {
+	t.Parallel()
+	_, err := New("r1", "/repo", " --db x", graph.Result[nodes.State]{Status: graph.StatusPending, Next: []string{nodes.NodeImplement}})
+	require.EqualError(t, err, "run r1 is not waiting for a review: it is running, or it stopped before it paused (then resume it: taskloom resume r1 --db x); nothing to decide")
+}
+
 // A task whose escalation a review decided already is named as such when
 // it is selected again, with the decision, not as unknown.
 func TestSelectADecidedTask(t *testing.T) {

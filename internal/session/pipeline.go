@@ -227,7 +227,7 @@ func (s *Session) agentOpts() *agent.Opts {
 	// The config's MCP servers, shared by the run's agents; a nil client
 	// must not become a non-nil interface.
 	if s.mcp == nil {
-		s.mcp = mcpclient.FromConfig(s.Cfg, s.stderr)
+		s.mcp = mcpclient.FromConfig(s.Cfg, s.Repo, s.stderr)
 	}
 	if s.mcp != nil {
 		opts.MCP = s.mcp
