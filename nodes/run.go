@@ -302,15 +302,21 @@ func StatusOf(res graph.Result[State], err error) string {
 	case res.Status == graph.StatusInterrupted:
 		return RunPaused
 	case res.Status == graph.StatusDone:
-		switch res.State.Outcome.Get() {
-		case OutcomeCompleted:
-			return completedStatus(res.State)
-		case OutcomeAborted:
-			return RunAborted
-		}
-		return RunFailed
+		return EndStatus(res.State)
 	}
 	return RunRunning
+}
+
+// EndStatus is the status of a run that ended with state s: completed,
+// partial, aborted or failed.
+func EndStatus(s State) string {
+	switch s.Outcome.Get() {
+	case OutcomeCompleted:
+		return completedStatus(s)
+	case OutcomeAborted:
+		return RunAborted
+	}
+	return RunFailed
 }
 
 // completedStatus tells a run that has nothing left to do apart: completed

@@ -319,5 +319,9 @@ func TestE2EAcceptHeadKeepsReviewDecisions(t *testing.T) {
 		require.Equal(t, "partial", st["status"])
 		require.Equal(t, 1.0, st["tasks"].(map[string]any)["skipped"])
 		require.Equal(t, 3.0, st["tasks"].(map[string]any)["completed"])
+		// Its milestone is done with, and says what was left out.
+		code, stdout, _ = taskloom(t, append([]string{"status", id, "--repo", dir}, db...)...)
+		require.Equal(t, exitOK, code)
+		require.Regexp(t, `(?m)^  M1\s+completed \(1 skipped\)\s`, stdout)
 	})
 }

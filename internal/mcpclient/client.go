@@ -406,6 +406,11 @@ func (s *server) session(ctx context.Context) (*state, error) {
 		s.c.opts.Logger.WarnContext(ctx, "MCP server stopped; starting it again", slog.String("server", s.cfg.Name))
 	}
 	st, err := s.start(ctx)
+	if err != nil && ctx.Err() != nil {
+		// Stopped, not failed (Ctrl-C while it started): nothing to name,
+		// and it is tried afresh next time.
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		// The error of an HTTP server's client quotes the URL it was given,
 		// a token in its query and all: it goes to the model's prompt.

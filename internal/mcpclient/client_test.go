@@ -252,6 +252,22 @@ func TestFailedServerNamedOnce(t *testing.T) {
 	require.Len(t, warned, 1, "%q", warned)
 }
 
+// A start cut short by the caller (Ctrl-C) is no failure of the server's:
+// it is not named, and the next call starts it afresh.
+func TestStartStoppedByTheCaller(t *testing.T) {
+	t.Parallel()
+	var warned []string
+	c := newClient(t, mcpclient.Opts{
+		Servers:  []mcpclient.Server{{Name: "silent", Command: []string{"sh", "-c", "exec sleep 60"}}},
+		WarnFunc: func(msg string) { warned = append(warned, msg) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.CallTool(ctx, "silent", "x", nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Empty(t, warned)
+}
+
 // A relative command in the repo's config is the repo's, wherever taskloom
 // was started from, and the server starts in the repo.
 func TestRelativeCommandIsTheRepos(t *testing.T) {

@@ -232,7 +232,8 @@ func summarizeStep(info graph.CheckpointInfo, prev, cur nodes.State, havePrev bo
 		parts = append(parts, "escalated "+strings.Join(ids, ", "))
 	}
 	if out := cur.Outcome.Get(); out != "" && out != prev.Outcome.Get() {
-		parts = append(parts, "run "+out)
+		// A run done with its tasks, some of them skipped, ended partial.
+		parts = append(parts, "run "+nodes.EndStatus(cur))
 	}
 	if len(parts) == 0 {
 		switch {

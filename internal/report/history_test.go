@@ -122,6 +122,13 @@ func TestSummarizeStep(t *testing.T) {
 			want: "run completed",
 		},
 		{
+			name: "outcome with a task skipped",
+			info: graph.CheckpointInfo{Step: 12, Source: "loop", Writers: []string{nodes.NodeBuild}},
+			prev: nodes.State{Tasks: histTasks("T1", "completed", "T2", "skipped")},
+			cur:  nodes.State{Tasks: histTasks("T1", "completed", "T2", "skipped"), Outcome: graph.V(nodes.OutcomeCompleted)},
+			want: "run partial",
+		},
+		{
 			name: "batch selected without a status change",
 			info: graph.CheckpointInfo{Step: 3, Source: "loop"},
 			prev: nodes.State{Tasks: histTasks("T1", "in_progress")},

@@ -210,7 +210,14 @@ func (rep Status) Write(w io.Writer) error {
 	writeRows(w, "current tasks:", rows)
 	rows = nil
 	for _, m := range st.Milestones.Get() {
-		rows = append(rows, []string{m.ID, string(planner.MilestoneStatus(m.ID, st.Tasks.Values())), m.Name})
+		status := string(planner.MilestoneStatus(m.ID, st.Tasks.Values()))
+		if skipped := countTasks(st.Tasks.Values(), func(t planner.Task) bool {
+			return t.MilestoneID == m.ID && t.Status == planner.StatusSkipped
+		}); skipped > 0 && status == string(planner.StatusCompleted) {
+			// Done with, not done: the skipped tasks' work is not there.
+			status += fmt.Sprintf(" (%d skipped)", skipped)
+		}
+		rows = append(rows, []string{m.ID, status, m.Name})
 	}
 	writeRows(w, "milestones:", rows)
 	rows = nil
@@ -285,4 +292,14 @@ func escalatedIDs(escs []nodes.Escalation) []string {
 		ids[i] = e.TaskID
 	}
 	return ids
+}
+
+func countTasks(tasks []planner.Task, ok func(planner.Task) bool) int {
+	n := 0
+	for _, t := range tasks {
+		if ok(t) {
+			n++
+		}
+	}
+	return n
 }

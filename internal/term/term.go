@@ -21,13 +21,15 @@ func IsTerminal(w io.Writer) bool {
 }
 
 // IsInteractive reports whether the CLI can prompt: in and out are both
-// terminals.
+// terminals. A dumb one counts: TERM=dumb says how to draw, not that
+// nobody types.
 func IsInteractive(in io.Reader, out io.Writer) bool {
 	if t, ok := in.(Reader); ok {
 		return t.IsTerminal()
 	}
 	fin, ok := in.(*os.File)
-	return ok && isCharDevice(fin) && IsTerminal(out)
+	fout, isFile := out.(*os.File)
+	return ok && isCharDevice(fin) && isFile && isCharDevice(fout)
 }
 
 // isCharDevice reports whether f is a character device other than the null
