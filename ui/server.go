@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"net/http"
 	"strings"
 	"sync"
@@ -156,8 +157,17 @@ func Serve(ctx context.Context, opts Opts, ready func(url string)) error {
 	return s.Serve(ctx, ln)
 }
 
-// URL is the page's address when the server listens on addr.
+// URL is the page's address when the server listens on addr. On every
+// address at once ("[::]:7070"), it names this machine, which a browser
+// elsewhere can reach.
 func (s *Server) URL(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			if name, err := os.Hostname(); err == nil && name != "" {
+				addr = net.JoinHostPort(name, port)
+			}
+		}
+	}
 	u := "http://" + addr + "/"
 	if s.token != "" {
 		u += "?" + tokenParam + "=" + s.token

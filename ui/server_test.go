@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -236,6 +237,12 @@ func TestAccessRules(t *testing.T) {
 		_, token, ok := strings.Cut(url, "?token=")
 		require.True(t, ok, "the URL carries the token: %s", url)
 		require.Len(t, token, 64)
+		// Listening on every address, the URL names this machine, which
+		// a browser elsewhere can open.
+		host, err := os.Hostname()
+		require.NoError(t, err)
+		require.Equal(t, "http://"+host+":7070/?token="+token, s.URL("[::]:7070"))
+		require.Equal(t, http.StatusOK, doAt(t, h, host+":7070", "GET", "/?token="+token, nil, nil).Code)
 		remote := func(target string, header http.Header) *httptest.ResponseRecorder {
 			return doAt(t, h, "192.0.2.1:7070", "GET", target, nil, header)
 		}
