@@ -172,7 +172,8 @@ func (r Verdict) failedCount() string {
 		}
 	}
 	if tests := failed - pkgs; tests > 0 || pkgs == 0 {
-		parts = append([]string{fmt.Sprintf("%d of %d tests failed", tests, max(r.Total-pkgs, tests))}, parts...)
+		// Total counts the tests that ran: a package's failure is none.
+		parts = append([]string{fmt.Sprintf("%d of %d tests failed", tests, max(r.Total, tests))}, parts...)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -425,8 +425,7 @@ func deriveCommands(dir string, testFiles, command []string) [][]string {
 		base := path.Base(f)
 		if node != "" {
 			if strings.HasSuffix(base, ".py") {
-				// A node ID is pytest's own way to name a test.
-				pyFiles = append(pyFiles, f+"::"+node, "")
+				pyFiles = append(pyFiles, f+"::"+node)
 			}
 			continue
 		}

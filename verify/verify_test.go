@@ -345,7 +345,7 @@ func TestDeriveCommands(t *testing.T) {
 		{"vitest by path", "", []string{"a.test.ts"}, []string{"node_modules/.bin/vitest run a.test.ts"}, []string{"node_modules/.bin/vitest", "run"}},
 		{"a script names no runner", "", []string{"test_a.py"}, nil, []string{"make", "test"}},
 		{"pytest node IDs", "", []string{"tests/test_a.py::test_b", "tests/test_c.py"}, []string{"pytest tests/test_a.py::test_b tests/test_c.py"}, []string{"pytest"}},
-		{"a node ID says pytest", "", []string{"tests/test_a.py::test_b"}, []string{"python3 -m pytest tests/test_a.py::test_b"}, []string{"make", "test"}},
+		{"a node ID in a unittest project", "", []string{"tests/test_a.py::TestA::test_b"}, nil, []string{"python3", "-m", "unittest", "discover", "-s", "tests"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -817,7 +817,7 @@ func TestErrorContext(t *testing.T) {
 		{name: "tests and packages", limit: 500,
 			report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 12, Failed: 4, Failures: []Failure{{Name: "TestA", Package: "a"},
 				{Name: "[setup failed]", Package: "b"}, {Name: "[build failed]", Package: "c"}, {Name: "[build failed]", Package: "d"}}},
-			want: []string{"1 of 9 tests failed; 2 packages did not build; 1 package failed its setup (go test, exit code 1)\n"}},
+			want: []string{"1 of 12 tests failed; 2 packages did not build; 1 package failed its setup (go test, exit code 1)\n"}},
 		{name: "tiny limit", limit: 40, report: Verdict{Format: FormatGoJSON, ExitCode: 1, Total: 50, Failed: 40, Failures: many}},
 	}
 	for _, tt := range tests {

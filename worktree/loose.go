@@ -102,7 +102,9 @@ func (m *Manager) checkLoose(snap looseSnap) ([]string, error) {
 			if err != nil || changeTime(fi).Before(since) {
 				continue
 			}
-			if looseIntact(path, name) {
+			// Git writes objects as files; a link there would make the
+			// object whatever its target becomes.
+			if fi.Mode().IsRegular() && looseIntact(path, name) {
 				continue
 			}
 			if err := os.Remove(path); errors.Is(err, fs.ErrNotExist) {

@@ -193,7 +193,10 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 	}
 	m.mainRef = "refs/heads/" + m.mainBranch
 	if _, err := m.Head(ctx); err != nil {
-		return nil, fmt.Errorf("open %s: branch %s has no commit yet: a run starts its attempts from one; make a first commit (git commit --allow-empty -m init), or check out the branch to integrate into", m.root, m.mainBranch)
+		if _, herr := m.git(ctx, m.root, "rev-parse", "-q", "--verify", "HEAD^{commit}"); herr == nil {
+			return nil, fmt.Errorf("open %s: main branch %q does not exist: check out the branch to integrate into, or create it", m.root, m.mainBranch)
+		}
+		return nil, fmt.Errorf("open %s: branch %s has no commit yet: a run starts its attempts from one; make a first commit (git commit --allow-empty -m init)", m.root, m.mainBranch)
 	}
 
 	checkout, err := m.mainCheckout(ctx)

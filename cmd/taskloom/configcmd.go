@@ -38,6 +38,6 @@ func (o *configOpts) Run(ctx context.Context, cmd *cobra.Command, w io.Writer) e
 	if err != nil {
 		return err
 	}
-	rep, err := config.Describe(session.LoadOpts(cmd.Flags(), dir, o.ConfigFile))
+	rep, err := config.Describe(session.LoadOpts(cmd.Flags(), session.RepoDir(ctx, dir), o.ConfigFile))
 	return writeReport(w, o.JSON, rep, err, func() error { return rep.Write(w) })
 }

@@ -34,9 +34,12 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if !session.IsPostgresURL(cfg.Database.URL) {
 				return session.ErrWorkerNeedsPostgres
 			}
+			if err := session.CheckWorkerClone(cmd.Context(), repo, cfg.Worker.Remote); err != nil {
+				return err
+			}
 			s, err := session.Open(cmd.Context(), session.Opts{Repo: repo, Flags: cmd.Flags(), Existing: true, AwaitStore: true, Stderr: cmd.ErrOrStderr()})
 			if errors.Is(err, context.Canceled) {
-				fmt.Fprintln(a.stdout, "taskloom worker stopped before any run made the store")
+				fmt.Fprintln(a.stdout, "taskloom worker stopped before it took any attempt")
 				return withCode(exitInterrupted, nil)
 			}
 			if err != nil {

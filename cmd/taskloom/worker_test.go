@@ -31,44 +31,63 @@ func TestWorkerNeedsThePostgresDatabase(t *testing.T) {
 	require.Contains(t, errOut, "--concurrency must be at least 1")
 }
 
+// workerClone is a clone of a repo with an origin remote, as a worker
+// needs.
+func workerClone(t *testing.T) string {
+	repo := testkit.Repo(t, map[string]string{"README.md": "# r\n"})
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	testkit.Git(t, repo, "clone", "-q", "--bare", repo, bare)
+	testkit.Git(t, repo, "remote", "add", "origin", bare)
+	return repo
+}
+
 // A worker pointed at a database that holds no taskloom store yet (one
 // started before the first run, or given a mistyped --db) waits for a run
-// to make it, says so once, and makes no tables there itself.
+// to make it, says so once, and makes no tables there itself. Once a run
+// (here, migrate) makes the store, it takes attempts.
 func TestWorkerWaitsForTheStore(t *testing.T) {
-	repo := testkit.Repo(t, map[string]string{"README.md": "# r\n"})
+	repo := workerClone(t)
 	db := checkpointtest.NewEmptyPostgresSchema(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	stop := time.AfterFunc(3*time.Second, cancel)
+	stop := time.AfterFunc(2*time.Second, func() {
+		pool, err := pgxpool.New(context.Background(), db)
+		if err == nil {
+			var tables int
+			_ = pool.QueryRow(context.Background(), "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()").Scan(&tables)
+			pool.Close()
+			if tables != 0 {
+				t.Errorf("the waiting worker made %d tables", tables)
+			}
+		}
+		code, _, errOut := runCLI(t, "migrate", "--db", db)
+		if code != 0 {
+			t.Errorf("migrate: %s", errOut)
+		}
+		time.AfterFunc(2*time.Second, cancel)
+	})
 	defer stop.Stop()
 	var out, errOut bytes.Buffer
 	code := Execute(ctx, []string{"worker", "--repo", repo, "--db", db}, strings.NewReader(""), &out, &errOut)
 	require.Equal(t, 130, code, errOut.String())
 	require.Equal(t, 1, strings.Count(errOut.String(), "waiting for a run to make one"), errOut.String())
 	require.Contains(t, errOut.String(), "taskloom: no taskloom store in postgres://")
-	require.Equal(t, "taskloom worker stopped before any run made the store\n", out.String())
-	pool, err := pgxpool.New(context.Background(), db)
-	require.NoError(t, err)
-	defer pool.Close()
-	var tables int
-	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()").Scan(&tables))
-	require.Zero(t, tables, "the worker made tables")
+	require.Contains(t, out.String(), ": taking attempts (1 at a time) until stopped\n")
 }
 
-// Once a run (here, migrate) makes the store, the waiting worker goes on:
-// to its next check, which this clone without a remote fails.
-func TestWorkerGoesOnOnceTheStoreIsMade(t *testing.T) {
-	repo := testkit.Repo(t, map[string]string{"README.md": "# r\n"})
+// A clone that cannot serve a worker is refused at once, before it waits
+// for a store.
+func TestWorkerCloneRefusedAtOnce(t *testing.T) {
 	db := checkpointtest.NewEmptyPostgresSchema(t)
-	made := make(chan int, 1)
-	time.AfterFunc(time.Second, func() {
-		code, _, _ := runCLI(t, "migrate", "--db", db)
-		made <- code
-	})
-	code, _, errOut := runCLI(t, "worker", "--repo", repo, "--db", db)
-	require.Equal(t, 0, <-made)
+	noRemote := testkit.Repo(t, map[string]string{"README.md": "# r\n"})
+	code, _, errOut := runCLI(t, "worker", "--repo", noRemote, "--db", db)
 	require.Equal(t, 1, code, errOut)
-	require.Contains(t, errOut, "waiting for a run to make one")
 	require.Contains(t, errOut, `has no git remote "origin"`)
+	gone := workerClone(t)
+	testkit.Git(t, gone, "remote", "set-url", "origin", filepath.Join(t.TempDir(), "nowhere.git"))
+	code, _, errOut = runCLI(t, "worker", "--repo", gone, "--db", db)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, `cannot reach the git remote "origin"`)
+	require.NotContains(t, errOut, "waiting")
 }
 
 func TestRunWithoutWorkersNeedsTheQueue(t *testing.T) {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/clip"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/queue"
 	"github.com/taskloom/taskloom/store/postgres"
@@ -205,6 +207,30 @@ type WorkOpts struct {
 	Out io.Writer
 }
 
+// CheckWorkerClone refuses, before a worker waits on anything, a folder
+// that cannot serve as its clone: one outside a git repository, one
+// without the remote runs share attempts through, or one whose remote
+// does not answer, which would fail every attempt the worker took, at its
+// end, each costing the run a try that a worker with a good remote could
+// have used.
+func CheckWorkerClone(ctx context.Context, dir, remote string) error {
+	root, err := worktree.FindRoot(ctx, dir)
+	if err != nil {
+		return fmt.Errorf("%w: start taskloom worker in a clone of the runs' repo", err)
+	}
+	if !worktree.HasRemoteIn(ctx, root, remote) {
+		return fmt.Errorf("%s has no git remote %q, which runs share attempts through: start taskloom worker in a clone of the runs' repo, or set worker.remote", root, remote)
+	}
+	res, err := proc.Run(ctx, proc.Cmd{Args: []string{"git", "ls-remote", "--refs", remote, "HEAD"}, Dir: root, Env: worktree.GitEnvAt(root), Timeout: time.Minute})
+	if err == nil && res.ExitCode != 0 {
+		err = errors.New(clip.Line(strings.TrimSpace(res.Stderr), 300))
+	}
+	if err != nil || res.TimedOut {
+		return fmt.Errorf("cannot reach the git remote %q of %s, which attempts are fetched from and pushed to: %v", remote, root, cmp.Or(err, errors.New("no answer within a minute")))
+	}
+	return nil
+}
+
 // Work takes attempts from the queue of the session's PostgreSQL store and
 // runs them in the session's repo, a clone of the runs' repo, until ctx is
 // done: the base of each is fetched from the job's worker.remote, and the
@@ -219,22 +245,9 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 	// fetch, each failure costing the run a try: refuse to start instead.
 	// (Asked first: a fresh clone of nothing has no commit either, and the
 	// remote is what it lacks.)
-	if _, err := worktree.FindRoot(ctx, s.Repo); err != nil {
-		return fmt.Errorf("%w: start taskloom worker in a clone of the runs' repo", err)
-	}
-	remote := s.Cfg.Worker.Remote
-	if !worktree.HasRemoteIn(ctx, s.Repo, remote) {
-		return fmt.Errorf("%s has no git remote %q, which runs share attempts through: start taskloom worker in a clone of the runs' repo, or set worker.remote", s.Repo, remote)
-	}
 	repo, err := worktree.Open(ctx, s.Repo, nil)
 	if err != nil {
 		return err
-	}
-	// A remote that does not answer would fail every attempt this worker
-	// took, at its end, each costing the run a try that a worker with a
-	// good remote could have used.
-	if _, err := repo.RemoteHas(ctx, remote, "HEAD"); err != nil {
-		return fmt.Errorf("cannot reach the git remote %q of %s, which attempts are fetched from and pushed to: %v", remote, s.Repo, clip.Line(err.Error(), 300))
 	}
 	project := repo.Project(ctx)
 	if project == "" {

@@ -143,6 +143,18 @@ func OpenStore(ctx context.Context, dbURL string, opts *StoreOpts) (store.Driver
 	return sqlite.Open(ctx, sqlite.Path(dbURL), &sqlite.Opts{SkipMigrate: opts.SkipMigrate})
 }
 
+// RepoDir returns the top of the git repository that holds dir, absolute,
+// or dir when it is in none: from a folder inside the repo, as git itself
+// works from one, the repo's config, store and remotes are its top's.
+func RepoDir(ctx context.Context, dir string) string {
+	if root, err := worktree.FindRoot(ctx, dir); err == nil {
+		if real, err := filepath.EvalSymlinks(dir); err == nil && real != root {
+			return root
+		}
+	}
+	return dir
+}
+
 // Open loads the repo's config and opens its store, creating the repo's
 // embedded store when it has none (unless ReadOnly). The repo must be a
 // git repo, except for a read-only session, or one on an existing run, on
@@ -155,6 +167,7 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 	if st, err := os.Stat(repo); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("repo %s is not a directory; pass --repo DIR", o.Repo)
 	}
+	repo = RepoDir(ctx, repo)
 	cfg, err := LoadConfig(o.Flags, repo, o.ConfigFile)
 	if err != nil {
 		return nil, err
@@ -192,11 +205,12 @@ func Open(ctx context.Context, o Opts) (*Session, error) {
 			}
 		}
 	}
-	if o.Existing && !o.ReadOnly {
+	if (o.Existing && !o.ReadOnly) || (o.ReadOnly && !IsPostgresURL(s.DBURL)) {
 		// Nor does a command on runs already there (a worker, a resume):
 		// a mistyped --db must not get taskloom's tables, and there are
 		// no runs to find in it. A worker started before the first run
-		// waits for the run to make the store.
+		// waits for the run to make the store. (A read-only open of
+		// PostgreSQL makes no tables; of SQLite, it would.)
 		if err := awaitSchema(ctx, s.DBURL, o, StoreRetry(cfg, o.Stderr)); err != nil {
 			return nil, err
 		}
@@ -228,7 +242,7 @@ func awaitSchema(ctx context.Context, dbURL string, o Opts, retry *checkpoint.Re
 		// A SQLite file that is not there holds no runs; opening it
 		// would create it.
 		if _, err := os.Stat(sqlite.Path(dbURL)); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%w in %s: start one with taskloom run PRODUCT.md --db %s", ErrNoStore, dbURL, dbURL)
+			return fmt.Errorf("%w: there is no file %s; pass the --db of the store that holds the runs", ErrNoStore, dbURL)
 		}
 	}
 	said := false
@@ -257,7 +271,7 @@ const storePoll = 2 * time.Second
 // hasSchema returns ErrNoStore when the store at dbURL has no taskloom
 // tables, opening it read-only to look.
 func hasSchema(ctx context.Context, dbURL string, retry *checkpoint.RetryOpts) error {
-	d, err := OpenStore(ctx, dbURL, &StoreOpts{Retry: retry, ReadOnly: true})
+	d, err := OpenStore(ctx, dbURL, &StoreOpts{Retry: retry, ReadOnly: true, SkipMigrate: true})
 	if err != nil {
 		return err
 	}

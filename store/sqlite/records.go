@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/taskloom/taskloom/store"
@@ -62,7 +64,16 @@ func (s *Driver) GetRun(ctx context.Context, id string) (store.Run, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.Run{}, store.ErrRunNotFound
 	}
-	return r, err
+	return r, noSchema(err)
+}
+
+// noSchema marks the error of a query on a database that has no taskloom
+// tables (one opened without migrating) as store.ErrNoSchema.
+func noSchema(err error) error {
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return fmt.Errorf("%w: %w", store.ErrNoSchema, err)
+	}
+	return err
 }
 
 // ListRuns implements store.Records.
@@ -78,7 +89,7 @@ func (s *Driver) ListRuns(ctx context.Context, params store.ListRunsParams) ([]s
 	}
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, noSchema(err)
 	}
 	defer func() { _ = rows.Close() }()
 	var out []store.Run
