@@ -9,6 +9,7 @@ import (
 	"math"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -461,6 +462,9 @@ func (r *RawPlan) validate() []Issue {
 			} else {
 				tasks[t.ID] = i
 			}
+			if slices.ContainsFunc(ReservedTaskIDs, func(r string) bool { return strings.EqualFold(r, t.ID) }) {
+				d.add(p+".id", "%q names taskloom's own build and revert commits on the branch: give the task another ID", t.ID)
+			}
 		}
 	}
 	creators := make(map[string]int)
@@ -504,6 +508,11 @@ func (r *RawPlan) validate() []Issue {
 	}
 	return d.issues
 }
+
+// ReservedTaskIDs are the task IDs of taskloom's own worktrees and commits
+// (the build checks and the reverts of a bisection), whose trailers a task
+// of the same ID would be taken for.
+var ReservedTaskIDs = []string{"build", "revert"}
 
 func (d *rawDecoder) checkID(p, id string) bool {
 	switch {

@@ -68,6 +68,9 @@ func TestParseRawErrors(t *testing.T) {
 		{"title of 80 is fine", task(`"id": "T2", "title": "` + strings.Repeat("é", 80) + `", "acceptance_criteria": ["w"], "milestone_id": "M1"`), nil},
 		{"duplicate ID", task(`"id": "T1", "title": "Again", "acceptance_criteria": ["w"], "milestone_id": "M1"`), []string{
 			`tasks[1].id: duplicate task ID "T1" (also tasks[0])`}},
+		// A task of that ID would be taken for a bisection's revert.
+		{"reserved ID", task(`"id": "Revert", "title": "x", "acceptance_criteria": ["w"], "milestone_id": "M1"`), []string{
+			`tasks[1].id: "Revert" names taskloom's own build and revert commits on the branch: give the task another ID`}},
 		{"bad ID", task(`"id": "T 2", "title": "x", "acceptance_criteria": ["w"], "milestone_id": "M1"`), []string{
 			`tasks[1].id: must match ^[A-Za-z0-9][A-Za-z0-9_.-]*$ (letters, digits, '_', '.', '-'), got "T 2"`}},
 		{"unknown milestone", task(`"id": "T2", "title": "x", "acceptance_criteria": ["w"], "milestone_id": "M9"`), []string{

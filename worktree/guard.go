@@ -79,8 +79,23 @@ func (m *Manager) Guard(ctx context.Context, w *Worktree) (*Guard, error) {
 }
 
 func (m *Manager) refSnapshot(_ context.Context, skipPrefix string) (map[string]string, error) {
-	return listRefs(m.commonDir, "refs/", skipPrefix)
+	refs, err := listRefs(m.commonDir, "refs/", skipPrefix)
+	// What Restore keeps of the refs it put back is its own.
+	maps.DeleteFunc(refs, func(name, _ string) bool { return strings.HasPrefix(name, displacedPrefix) })
+	return refs, err
 }
+
+// workerWritable reports whether the sandbox lets a worker write rel, a
+// guarded file under the common dir: of them, only the object store's.
+func workerWritable(rel string) bool {
+	return strings.HasPrefix(filepath.ToSlash(rel), "objects/")
+}
+
+// displacedPrefix is where Restore keeps the value of each ref it put back
+// (refs/taskloom/displaced/RUN/TASK/ATTEMPT/<ref>): without the sandbox,
+// the worker and the user cannot be told apart, and a branch the user
+// made or moved meanwhile must not be lost.
+const displacedPrefix = "refs/taskloom/displaced/"
 
 // guardedFiles are the files under the common dir a worker must not
 // change: the config (where a hooks path or an alias could be planted),
@@ -143,6 +158,11 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 		now = g.refs
 	}
 	var stdin strings.Builder
+	kept := 0
+	keep := func(name, cur string) {
+		fmt.Fprintf(&stdin, "update %s%s/%s %s\n", displacedPrefix, g.w.ID(), name, cur)
+		kept++
+	}
 	for _, name := range slices.Sorted(maps.Keys(g.refs)) {
 		old := g.refs[name]
 		switch cur, ok := now[name]; {
@@ -152,13 +172,18 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 		case cur != old:
 			changed = append(changed, fmt.Sprintf("%s was moved from %s to %s", name, shortSHA(old), shortSHA(cur)))
 			fmt.Fprintf(&stdin, "update %s %s %s\n", name, old, cur)
+			keep(name, cur)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(now)) {
 		if _, ok := g.refs[name]; !ok {
 			changed = append(changed, fmt.Sprintf("%s was created", name))
 			fmt.Fprintf(&stdin, "delete %s %s\n", name, now[name])
+			keep(name, now[name])
 		}
+	}
+	if kept > 0 {
+		changed = append(changed, fmt.Sprintf("(the values put back are kept under %s%s/: if you made those changes, take them back from there with git update-ref)", displacedPrefix, g.w.ID()))
 	}
 	var restoreErrs []error
 	if stdin.Len() > 0 {
@@ -170,9 +195,14 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 	if err != nil {
 		return fmt.Errorf("check git files of %s: %w", g.w.ID(), err)
 	}
+	var users []string
 	for _, rel := range slices.Sorted(maps.Keys(g.files)) {
 		old, cur := g.files[rel], files[rel]
 		if _, ok := files[rel]; ok && old.mode == cur.mode && old.sum == cur.sum {
+			continue
+		}
+		if m.confinedRefs && !workerWritable(rel) {
+			users = append(users, rel)
 			continue
 		}
 		changed = append(changed, fmt.Sprintf("%s was changed", gitPathName(rel)))
@@ -182,11 +212,21 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 	}
 	for _, rel := range slices.Sorted(maps.Keys(files)) {
 		if _, ok := g.files[rel]; !ok {
+			if m.confinedRefs && !workerWritable(rel) {
+				users = append(users, rel)
+				continue
+			}
 			changed = append(changed, fmt.Sprintf("%s was created", gitPathName(rel)))
 			if err := os.Remove(filepath.Join(m.commonDir, rel)); err != nil {
 				restoreErrs = append(restoreErrs, err)
 			}
 		}
+	}
+	if len(users) > 0 {
+		// The sandbox kept the worker out of these: the user changed
+		// them (git config, a hook, a checkout in the main folder).
+		m.logger.InfoContext(ctx, "git files changed during the attempt, not by its worker; left as they are",
+			slog.String("attempt", g.w.ID()), slog.Any("changed", users))
 	}
 	mended, err := m.checkPacks(ctx, g.packs)
 	changed = append(changed, mended...)

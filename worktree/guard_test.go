@@ -2,10 +2,12 @@ package worktree_test
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,7 +76,22 @@ func TestGuardPutsBackWhatAWorkerChanged(t *testing.T) {
 			after := refs(t, repo)
 			delete(after, "refs/heads/"+w.Branch)
 			delete(before, "refs/heads/"+w.Branch)
+			// What was put back is kept, in case the user, not the
+			// worker, made it: nothing the user did is lost.
+			displaced := maps.Clone(after)
+			maps.DeleteFunc(displaced, func(name, _ string) bool { return !strings.HasPrefix(name, "refs/taskloom/displaced/r1/T1/1/") })
+			maps.DeleteFunc(after, func(name, _ string) bool { return strings.HasPrefix(name, "refs/taskloom/displaced/") })
 			require.Equal(t, before, after)
+			if slices.ContainsFunc(tc.want, func(w string) bool {
+				return strings.HasPrefix(w, "refs/") && !strings.HasSuffix(w, "was deleted")
+			}) {
+				require.NotEmpty(t, displaced)
+				require.Contains(t, err.Error(), "kept under refs/taskloom/displaced/r1/T1/1/")
+				for name := range displaced {
+					ref := strings.TrimPrefix(name, "refs/taskloom/displaced/r1/T1/1/")
+					require.Contains(t, err.Error(), ref, "the displaced ref is one that was put back")
+				}
+			}
 			require.Equal(t, config, read(t, repo, ".git/config"))
 			require.NoFileExists(t, filepath.Join(repo, ".git", "hooks", "post-commit"))
 			require.Equal(t, "refs/heads/"+w.Branch, gitT(t, w.Path, "symbolic-ref", "HEAD"), "the worktree is on its branch again")
@@ -224,11 +241,19 @@ git update-ref refs/heads/main HEAD~1 2>&1; git tag evil 2>&1; echo end`}}))
 	require.Equal(t, base, main, "main did not move")
 	require.Empty(t, gitT(t, repo, "tag", "--list", "evil"))
 
-	// Meanwhile the user resets main: not the worker's doing, not undone.
+	// Meanwhile the user resets main, sets their name, adds a hook and
+	// checks out a branch of their own: not the worker's doing (the
+	// sandbox kept it out), not undone.
 	gitT(t, repo, "reset", "-q", "--hard", "HEAD~1")
+	gitT(t, repo, "config", "user.name", "Changed Name")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755))
+	gitT(t, repo, "checkout", "-q", "-b", "feature")
 	require.NoError(t, m.Restore(ctx, g))
 	require.Equal(t, gitT(t, repo, "rev-parse", "HEAD"), gitT(t, repo, "rev-parse", "main"))
 	require.NotEqual(t, main, gitT(t, repo, "rev-parse", "main"))
+	require.Equal(t, "Changed Name", gitT(t, repo, "config", "user.name"))
+	require.FileExists(t, filepath.Join(repo, ".git", "hooks", "pre-commit"))
+	require.Equal(t, "refs/heads/feature", gitT(t, repo, "symbolic-ref", "HEAD"))
 }
 
 // A worker killed mid-rebase leaves its worktree's HEAD detached: Repair
