@@ -145,8 +145,14 @@ func OpenStore(ctx context.Context, dbURL string, opts *StoreOpts) (store.Driver
 
 // RepoDir returns the top of the git repository that holds dir, absolute,
 // or dir when it is in none: from a folder inside the repo, as git itself
-// works from one, the repo's config, store and remotes are its top's.
+// works from one, the repo's config, store and remotes are its top's. A
+// folder that has a config or a store of its own keeps them.
 func RepoDir(ctx context.Context, dir string) string {
+	for _, own := range []string{config.FileName, ".taskloom"} {
+		if _, err := os.Stat(filepath.Join(dir, own)); err == nil {
+			return dir
+		}
+	}
 	if root, err := worktree.FindRoot(ctx, dir); err == nil {
 		if real, err := filepath.EvalSymlinks(dir); err == nil && real != root {
 			return root

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -118,4 +119,16 @@ func TestRalphTestsCheckTheTasksFiles(t *testing.T) {
 	passed, _, err = check(t.Context(), job)
 	require.NoError(t, err)
 	require.True(t, passed)
+}
+
+// From a folder inside the repo, commands use the repo's top, as git does;
+// a folder with its own config keeps it, and one outside a repo is itself.
+func TestRepoDir(t *testing.T) {
+	ctx := context.Background()
+	repo := testkit.Repo(t, map[string]string{"docs/a.md": "a\n", "svc/.project-config.json": "{}\n"})
+	require.Equal(t, repo, RepoDir(ctx, filepath.Join(repo, "docs")))
+	require.Equal(t, repo, RepoDir(ctx, repo))
+	require.Equal(t, filepath.Join(repo, "svc"), RepoDir(ctx, filepath.Join(repo, "svc")))
+	outside := t.TempDir()
+	require.Equal(t, outside, RepoDir(ctx, outside))
 }
