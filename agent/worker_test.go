@@ -137,18 +137,21 @@ cat <<'EOF'
 EOF
 `
 
-func writeScript(t *testing.T, body string) string {
+// writeScript writes a shell script and returns the command that runs it:
+// through sh, since a file just written may not be executed while another
+// test's fork still holds it open for writing ("text file busy").
+func writeScript(t *testing.T, body string) []string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "agent.sh")
 	require.NoError(t, os.WriteFile(p, []byte(body), 0o755))
-	return p
+	return []string{"sh", p}
 }
 
 func TestCommandWorker(t *testing.T) {
 	t.Parallel()
 	acct := agent.NewAccounting()
 	w, err := agent.NewCommandWorker(agent.CommandWorkerOpts{
-		Argv:       []string{writeScript(t, fakeAgentCLI), "{prompt}", "{task_id}", "{worktree}"},
+		Argv:       append(writeScript(t, fakeAgentCLI), "{prompt}", "{task_id}", "{worktree}"),
 		Accounting: acct,
 	})
 	require.NoError(t, err)
@@ -186,7 +189,7 @@ func TestCommandWorkerFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			w, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: []string{writeScript(t, tc.script)}, Timeout: tc.timeout})
+			w, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: writeScript(t, tc.script), Timeout: tc.timeout})
 			require.NoError(t, err)
 			out, err := w.Implement(context.Background(), job(t))
 			require.NoError(t, err)
@@ -274,7 +277,7 @@ case "$1" in *"Iteration: $n"*) ;; *) echo "missing iteration line"; exit 7 ;; e
 if [ $n -ge 3 ]; then touch fixed; fi
 if [ $n -ge 2 ]; then echo "Work done."; echo "<promise>DONE</promise>"; fi
 `
-	inner, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: []string{writeScript(t, script), "{prompt}"}})
+	inner, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: append(writeScript(t, script), "{prompt}")})
 	require.NoError(t, err)
 	var prompts []string
 	spy := agent.WorkerFunc(func(ctx context.Context, j agent.Job) (agent.Outcome, error) {
@@ -310,7 +313,7 @@ func TestRalphBlocks(t *testing.T) {
 func TestRalphStagnates(t *testing.T) {
 	t.Parallel()
 	script := "#!/bin/sh\necho 'thinking about it'\nexit 1\n"
-	inner, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: []string{writeScript(t, script)}})
+	inner, err := agent.NewCommandWorker(agent.CommandWorkerOpts{Argv: writeScript(t, script)})
 	require.NoError(t, err)
 	out := runRalph(t, inner, agent.RalphOpts{MaxIterations: 10, StagnationLimit: 3})
 	require.Equal(t, agent.OutcomeBlocked, out.Status)
