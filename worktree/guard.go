@@ -183,7 +183,7 @@ func (m *Manager) Restore(ctx context.Context, g *Guard) error {
 		}
 	}
 	if kept > 0 {
-		changed = append(changed, fmt.Sprintf("(the values put back are kept under %s%s/: if you made those changes, take them back from there with git update-ref)", displacedPrefix, g.w.ID()))
+		changed = append(changed, fmt.Sprintf("(the values those refs had are kept under %s%s/: if you, not the worker, made those changes, take them back from there with git update-ref)", displacedPrefix, g.w.ID()))
 	}
 	var restoreErrs []error
 	if stdin.Len() > 0 {
