@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -66,6 +67,8 @@ func (c *Value[T]) UnmarshalJSON(b []byte) error {
 
 func (c *Value[T]) written() bool { return c.set }
 
+func (c *Value[T]) unset() bool { return !c.set }
+
 func (*Value[T]) mergeAt(dst, u unsafe.Pointer) {
 	if o := (*Value[T])(u); o.set {
 		d := (*Value[T])(dst)
@@ -89,19 +92,14 @@ func (c *Value[T]) applyDelta(data []byte) error {
 	return nil
 }
 
-func (c *Value[T]) appendFull(buf []byte) ([]byte, error) {
-	if !c.set {
-		return append(buf, "null"...), nil
-	}
-	return appendJSON(buf, c.v)
-}
+// appendFull writes the value; a Value never set is left out of a full
+// state altogether (see encodeFull), so that one set to nil, which encodes
+// as null, is still set after a restore.
+func (c *Value[T]) appendFull(buf []byte) ([]byte, error) { return appendJSON(buf, c.v) }
 
 func (c *Value[T]) setFull(data []byte) error {
 	var zero T
-	c.v, c.set = zero, false
-	if bytes.Equal(data, []byte("null")) {
-		return nil
-	}
+	c.v = zero
 	return c.applyDelta(data)
 }
 
@@ -324,9 +322,11 @@ func (c *Keyed[V]) appendEntries(buf []byte) ([]byte, error) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = strconv.AppendQuote(buf, k)
-		buf = append(buf, ':')
 		var err error
+		if buf, err = appendJSONString(buf, k); err != nil {
+			return nil, err
+		}
+		buf = append(buf, ':')
 		if buf, err = appendJSON(buf, c.vals[i]); err != nil {
 			return nil, err
 		}
@@ -432,6 +432,23 @@ func (c *Keyed[V]) locate(prefix string) string {
 		}
 	}
 	return ""
+}
+
+// appendJSONString appends s as a JSON string. A string that is not valid
+// UTF-8 is an error: JSON cannot hold it, and encoding/json would replace
+// its bad bytes, so that two keys could become one.
+func appendJSONString(buf []byte, s string) ([]byte, error) {
+	if !utf8.ValidString(s) {
+		return nil, fmt.Errorf("%q is not valid UTF-8, which JSON cannot hold", s)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return appendJSON(buf, s)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"'), nil
 }
 
 func appendJSON(buf []byte, v any) ([]byte, error) {

@@ -280,11 +280,7 @@ func TestInterruptsInParallelBranches(t *testing.T) {
 	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		ctx := context.Background()
 		var runs atomic.Int32
-		run, err := interruptGraph(t, &runs).Compile(&graph.CompileOpts{Saver: saver})
-		require.NoError(t, err)
-		res, err := run.Invoke(ctx, "ints", state{}, nil)
-		require.NoError(t, err)
-		require.Equal(t, graph.StatusInterrupted, res.Status)
+		run, res := interruptedRun(t, saver, "ints", &runs)
 		ids := interruptIDs(res.Interrupts)
 		require.Equal(t, []string{"2/ask#0/0", "2/ask#1/0", "2/ask#1/1"}, ids)
 		var q string
@@ -292,7 +288,7 @@ func TestInterruptsInParallelBranches(t *testing.T) {
 		require.Equal(t, "question 1.b", q)
 
 		// An unknown ID is refused and names the pending ones.
-		_, err = run.Resume(ctx, "ints", map[string]any{"9/x#0/0": "?"}, nil)
+		_, err := run.Resume(ctx, "ints", map[string]any{"9/x#0/0": "?"}, nil)
 		require.ErrorContains(t, err, `no pending interrupt "9/x#0/0"`)
 
 		// Answer branch 0 and half of branch 1: branch 0 completes, branch 1
@@ -329,6 +325,21 @@ func TestInterruptsInParallelBranches(t *testing.T) {
 		require.Equal(t, int32(1), runs.Load())
 		require.Equal(t, []string{"ask 0 got A", "ask 1 got B+C", "done"}, res.State.Log.Items())
 	})
+}
+
+// interruptedRun invokes interruptGraph on thread id, which stops
+// interrupted; runs counts the runs of its asking node.
+func interruptedRun(t *testing.T, saver checkpoint.Saver, id string, runs *atomic.Int32) (*graph.Runnable[state], graph.Result[state]) {
+	t.Helper()
+	if runs == nil {
+		runs = new(atomic.Int32)
+	}
+	run, err := interruptGraph(t, runs).Compile(&graph.CompileOpts{Saver: saver})
+	require.NoError(t, err)
+	res, err := run.Invoke(context.Background(), id, state{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, graph.StatusInterrupted, res.Status)
+	return run, res
 }
 
 func interruptIDs(ints []graph.Interruption) []string {

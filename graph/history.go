@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,22 +42,8 @@ func (r *Runnable[S]) State(ctx context.Context, threadID string, step int64) (R
 		return Result[S]{}, ErrNoSaver
 	}
 	t := &thread[S]{r: r, id: threadID}
-	if step < 0 {
-		if err := t.restore(ctx); err != nil {
-			return Result[S]{}, err
-		}
-		return t.result(), nil
-	}
-	s, loaded, err := r.load(ctx, threadID, step)
-	if err != nil {
+	if err := t.restoreAt(ctx, step); err != nil {
 		return Result[S]{}, err
-	}
-	t.state, t.head = s, step
-	cp := loaded.Chain[len(loaded.Chain)-1]
-	if len(cp.Next) > 0 {
-		if err := json.Unmarshal(cp.Next, &t.next); err != nil {
-			return Result[S]{}, &checkpoint.DecodeError{ThreadID: threadID, Step: step, Err: fmt.Errorf("next tasks: %w", err)}
-		}
 	}
 	return t.result(), nil
 }
@@ -77,6 +64,12 @@ func (r *Runnable[S]) Fork(ctx context.Context, threadID string, step int64, new
 		return err
 	}
 	defer t.close(ctx)
+	switch err := t.restore(ctx); {
+	case err == nil:
+		return fmt.Errorf("fork %s from %s: thread %s exists already", newID, threadID, newID)
+	case !errors.Is(err, checkpoint.ErrNotFound):
+		return fmt.Errorf("fork %s from %s: %w", newID, threadID, err)
+	}
 	snap, err := r.sc.encodeFull(nil, &s)
 	if err != nil {
 		return err

@@ -124,6 +124,11 @@ func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 // ErrNoSaver means an operation needs a checkpoint saver.
 var ErrNoSaver = errors.New("graph: this operation needs a checkpoint saver")
 
+// ErrNotPending means an answer was given for an interrupt that is not
+// pending: unknown, or answered and acted on already (by another caller,
+// say).
+var ErrNotPending = errors.New("graph: no such pending interrupt")
+
 // Runnable is a compiled graph. It is safe for concurrent use on different
 // threads.
 type Runnable[S any] struct {
@@ -515,8 +520,13 @@ func (r *Runnable[S]) applyDeltas(s *S, deltas []byte) error {
 
 // restore loads the head of an existing thread into t, with the pending
 // writes of its next step.
-func (t *thread[S]) restore(ctx context.Context) error {
-	s, loaded, err := t.r.load(ctx, t.id, -1)
+func (t *thread[S]) restore(ctx context.Context) error { return t.restoreAt(ctx, -1) }
+
+// restoreAt loads a thread as of checkpoint step (the head when step < 0).
+// Only the head has pending writes: an earlier step's were settled by the
+// step after it.
+func (t *thread[S]) restoreAt(ctx context.Context, step int64) error {
+	s, loaded, err := t.r.load(ctx, t.id, step)
 	if err != nil {
 		return err
 	}
@@ -610,17 +620,28 @@ func (t *thread[S]) result() Result[S] {
 // thread's state (an empty state for a new thread), from START. It returns
 // when the run reaches END, is interrupted, or fails.
 func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S, opts *RunOpts) (Result[S], error) {
+	return r.drive(ctx, threadID, opts, func(ctx context.Context, t *thread[S]) (Result[S], error) {
+		return t.invoke(ctx, input, opts)
+	})
+}
+
+// drive opens a thread, runs body on it and closes it. The thread is
+// closed (its lease released, its renewal stopped) even when body panics,
+// so that a caller that recovers does not keep the thread locked.
+func (r *Runnable[S]) drive(ctx context.Context, threadID string, opts *RunOpts, body func(context.Context, *thread[S]) (Result[S], error)) (res Result[S], err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	t, err := r.open(ctx, threadID, opts, cancel)
 	if err != nil {
 		return Result[S]{}, err
 	}
-	res, err := t.invoke(ctx, input, opts)
-	if cerr := t.close(ctx); err == nil && cerr != nil {
-		err = cerr
-	}
-	return res, r.leaseLost(ctx, threadID, err)
+	defer func() {
+		if cerr := t.close(ctx); err == nil && cerr != nil {
+			err = cerr
+		}
+		err = r.leaseLost(ctx, threadID, err)
+	}()
+	return body(ctx, t)
 }
 
 func (t *thread[S]) invoke(ctx context.Context, input S, opts *RunOpts) (Result[S], error) {
@@ -674,17 +695,9 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, values map[st
 	if r.saver == nil {
 		return Result[S]{}, ErrNoSaver
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	t, err := r.open(ctx, threadID, opts, cancel)
-	if err != nil {
-		return Result[S]{}, err
-	}
-	res, err := t.resumeWith(ctx, values, opts)
-	if cerr := t.close(ctx); err == nil && cerr != nil {
-		err = cerr
-	}
-	return res, r.leaseLost(ctx, threadID, err)
+	return r.drive(ctx, threadID, opts, func(ctx context.Context, t *thread[S]) (Result[S], error) {
+		return t.resumeWith(ctx, values, opts)
+	})
 }
 
 func (t *thread[S]) resumeWith(ctx context.Context, values map[string]any, opts *RunOpts) (Result[S], error) {
@@ -700,14 +713,9 @@ func (r *Runnable[S]) Answer(ctx context.Context, threadID string, values map[st
 	if r.saver == nil {
 		return ErrNoSaver
 	}
-	t, err := r.open(ctx, threadID, nil, nil)
-	if err != nil {
-		return err
-	}
-	err = t.answer(ctx, values)
-	if cerr := t.close(ctx); err == nil && cerr != nil {
-		err = cerr
-	}
+	_, err := r.drive(ctx, threadID, nil, func(ctx context.Context, t *thread[S]) (Result[S], error) {
+		return Result[S]{}, t.answer(ctx, values)
+	})
 	return err
 }
 
@@ -724,11 +732,14 @@ func (t *thread[S]) answer(ctx context.Context, values map[string]any) error {
 	var writes []checkpoint.Write
 	for _, id := range sortedKeys(values) {
 		if !slices.ContainsFunc(pending, func(in Interruption) bool { return in.ID == id }) {
+			if len(pending) == 0 {
+				return fmt.Errorf("resume thread %s: no interrupt is pending, so %q cannot be answered: %w", t.id, id, ErrNotPending)
+			}
 			ids := make([]string, len(pending))
 			for i, in := range pending {
 				ids[i] = in.ID
 			}
-			return fmt.Errorf("resume thread %s: no pending interrupt %q (pending: %s)", t.id, id, strings.Join(ids, ", "))
+			return fmt.Errorf("resume thread %s: no pending interrupt %q (pending: %s): %w", t.id, id, strings.Join(ids, ", "), ErrNotPending)
 		}
 		data, err := json.Marshal(values[id])
 		if err != nil {
@@ -761,7 +772,7 @@ func (t *thread[S]) route(ctx context.Context, from string, out []taskSpec) ([]t
 
 // routeFrom is route from a node (nil: one the graph does not have, which
 // nothing follows).
-func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) ([]taskSpec, error) {
+func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) (_ []taskSpec, err error) {
 	if n == nil {
 		return out, nil
 	}
@@ -771,6 +782,13 @@ func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) (
 	if rt == nil {
 		return out, nil
 	}
+	// A router is the user's code, as a node is: its panic is the step's
+	// error, not the caller's, and the thread is let go as after any error.
+	defer func() {
+		if p := recover(); p != nil {
+			err = &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router: %w", &PanicError{Value: p, Stack: debug.Stack()})}
+		}
+	}()
 	if rt.route != nil {
 		to, err := rt.route(ctx, t.state)
 		if err != nil {
@@ -930,7 +948,12 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 	}
 	if len(errs) > 0 {
 		err := errors.Join(errs...)
-		t.emit(Event{Kind: EventError, Step: step, Err: err})
+		ev := Event{Kind: EventError, Step: step, Err: err}
+		var ne *NodeError
+		if len(errs) == 1 && errors.As(errs[0], &ne) {
+			ev.Node, ev.TaskID = ne.Node, ne.TaskID
+		}
+		t.emit(ev)
 		return true, err
 	}
 	if len(interrupted) > 0 {

@@ -89,9 +89,11 @@ func (sc *schema[S]) encodeUpdate(buf []byte, u *S) ([]byte, error) {
 			buf = append(buf, ',')
 		}
 		first = false
-		buf = strconv.AppendQuote(buf, f.name)
-		buf = append(buf, ':')
 		var err error
+		if buf, err = appendJSONString(buf, f.name); err != nil {
+			return nil, serializationError(c, f, err)
+		}
+		buf = append(buf, ':')
 		if buf, err = c.appendDelta(buf); err != nil {
 			return nil, serializationError(c, f, err)
 		}
@@ -120,15 +122,22 @@ func (sc *schema[S]) applyUpdate(s *S, data []byte) error {
 // encodeFull appends the JSON object of the whole state.
 func (sc *schema[S]) encodeFull(buf []byte, s *S) ([]byte, error) {
 	buf = append(buf, '{')
+	first := true
 	for i := range sc.fields {
 		f := &sc.fields[i]
-		if i > 0 {
+		c := sc.ch(s, f)
+		if v, ok := c.(interface{ unset() bool }); ok && v.unset() {
+			continue // a Value never set: absent, it decodes as unset
+		}
+		if !first {
 			buf = append(buf, ',')
 		}
-		buf = strconv.AppendQuote(buf, f.name)
-		buf = append(buf, ':')
-		c := sc.ch(s, f)
+		first = false
 		var err error
+		if buf, err = appendJSONString(buf, f.name); err != nil {
+			return nil, serializationError(c, f, err)
+		}
+		buf = append(buf, ':')
 		if buf, err = c.appendFull(buf); err != nil {
 			return nil, serializationError(c, f, err)
 		}

@@ -258,7 +258,11 @@ func (t *Tracker) put(task planner.Task, attempt int) []RunEvent {
 	}
 	t.tasks[task.ID] = task
 	running := task.Status == planner.StatusInProgress
-	if seen && old.Status == task.Status && (running == (t.slot(task.ID) > 0)) {
+	// A task that stays in progress but runs a new attempt was retried
+	// between two looks at the run (a page that polls the store sees only
+	// the attempt number move): the new attempt starts in the same slot.
+	again := running && attempt > 0 && t.slot(task.ID) > 0 && attempt != t.running[task.ID]
+	if seen && old.Status == task.Status && (running == (t.slot(task.ID) > 0)) && !again {
 		return nil
 	}
 	if !running {
@@ -269,13 +273,15 @@ func (t *Tracker) put(task planner.Task, attempt int) []RunEvent {
 		}
 		return nil
 	}
-	if t.slot(task.ID) > 0 {
+	i := t.slot(task.ID)
+	if i > 0 && !again {
 		return nil
 	}
-	i := t.slot("")
 	if i == 0 {
-		t.slots = append(t.slots, "")
-		i = len(t.slots)
+		if i = t.slot(""); i == 0 {
+			t.slots = append(t.slots, "")
+			i = len(t.slots)
+		}
 	}
 	t.slots[i-1] = task.ID
 	t.since[task.ID] = t.now()

@@ -110,6 +110,20 @@ func TestTrackerSeedAndSlots(t *testing.T) {
 	require.Len(t, evs, 1)
 	require.False(t, evs[0].Passed)
 	require.NotEmpty(t, evs[0].Error)
+
+	// T2 is retried between two looks at the run: a page that polls the
+	// store sees it still in progress, its attempt moved on. Attempt 2
+	// starts in T2's slot, once.
+	u = State{}
+	u.Tasks.Put("T2", planner.Task{ID: "T2", Status: planner.StatusInProgress, Attempts: 1})
+	evs = tr.Graph(graph.Event{Kind: graph.EventUpdate, Node: "poll", Update: u})
+	require.Len(t, evs, 1)
+	require.Equal(t, EventTaskStarted, evs[0].Type)
+	require.Equal(t, "T2", evs[0].TaskID)
+	require.Equal(t, 2, evs[0].Attempt)
+	require.Equal(t, 1, evs[0].Worker)
+	require.Empty(t, tr.Graph(graph.Event{Kind: graph.EventUpdate, Node: "poll", Update: u}))
+	require.Equal(t, Slot{Worker: 1, TaskID: "T2", Attempt: 2, Since: eventTime}, tr.Slots()[0])
 }
 
 // status --json's workers: one per running task, in batch order, with

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/store"
 )
 
@@ -27,6 +29,26 @@ const (
 )
 
 var runStatuses = []string{RunRunning, RunInterrupted, RunPaused, RunCompleted, RunPartial, RunFailed, RunAborted}
+
+// LiveStatus is run's status as its thread's lease shows it at now: th is
+// the run's thread, ok whether it has one. A run whose lease a process
+// holds is running, whatever was recorded (a resume or a review --resume
+// drives it). A run recorded as running whose lease was released or lapsed
+// is interrupted: its process stopped without saying so (it was killed,
+// say), and it can be resumed. A run whose thread has not started is
+// still starting, as recorded.
+func LiveStatus(run Run, th checkpoint.ThreadInfo, ok bool, now time.Time) string {
+	// A holder on this machine whose process is gone (kill -9) holds
+	// nothing, though its lease has not lapsed yet.
+	held := ok && th.Holder != "" && !th.Expires.Before(now) && graph.HolderAlive(th.Holder)
+	switch {
+	case held:
+		return RunRunning
+	case run.Status == RunRunning && ok:
+		return RunInterrupted
+	}
+	return run.Status
+}
 
 var (
 	// ErrRunNotFound means the store holds no such run.

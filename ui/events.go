@@ -75,9 +75,9 @@ func (f *follower) next(snap *snapshot) []nodes.RunEvent {
 		ev.Usage = snap.Usage
 		out = append(out, ev)
 	}
-	if snap.Status != prev.Status && snap.Status != nodes.RunRunning {
+	if snap.recorded != prev.recorded && snap.recorded != nodes.RunRunning {
 		ev := f.tr.Event(nodes.EventRunFinished)
-		ev.Status, ev.ExitCode = snap.Status, nodes.ExitCode(snap.Status)
+		ev.Status, ev.ExitCode, ev.Reason = snap.recorded, nodes.ExitCode(snap.recorded), snap.Reason
 		out = append(out, ev)
 	}
 	return out

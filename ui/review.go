@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/internal/review"
 	"github.com/taskloom/taskloom/nodes"
 )
@@ -110,6 +111,11 @@ func (s *Server) review(ctx context.Context, runID string, req reviewRequest) (*
 		return nil, refuse(http.StatusConflict, "%v", err)
 	}
 	if err := rv.Record(ctx, s.graph, io.Discard); err != nil {
+		if errors.Is(err, graph.ErrNotPending) {
+			// Another review (another tab, or taskloom review) took the
+			// decision between this one's look and its answer.
+			return nil, refuse(http.StatusConflict, "run %s: a decision was recorded meanwhile; reload the page", runID)
+		}
 		// It names the process that drives the run when that is why.
 		return nil, err
 	}

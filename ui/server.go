@@ -65,6 +65,7 @@ const DefaultAddr = "127.0.0.1:7070"
 // Server serves the page of a store's runs.
 type Server struct {
 	store       *nodes.Store
+	saver       checkpoint.Saver
 	graph       *graph.Runnable[nodes.State]
 	runID       string
 	resumeFlags []string
@@ -118,7 +119,7 @@ func New(opts Opts) (*Server, error) {
 		return nil, err
 	}
 	host, _, _ := net.SplitHostPort(opts.Addr)
-	s := &Server{store: opts.Store, graph: g, runID: opts.RunID, resumeFlags: opts.ResumeFlags, poll: opts.PollInterval, workers: opts.WorkersFunc,
+	s := &Server{store: opts.Store, saver: opts.Saver, graph: g, runID: opts.RunID, resumeFlags: opts.ResumeFlags, poll: opts.PollInterval, workers: opts.WorkersFunc,
 		now: opts.NowFunc, log: opts.Logger, page: page, remote: !llm.IsLoopback(host), csrf: newToken(), layouts: map[string]cachedLayout{}}
 	if s.poll <= 0 {
 		s.poll = 500 * time.Millisecond
@@ -332,7 +333,7 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		s.failPage(w, r, err)
 		return
 	}
-	if d.Runs, err = s.store.Runs(r.Context()); err != nil {
+	if d.Runs, err = s.runs(r.Context()); err != nil {
 		s.failPage(w, r, err)
 		return
 	}
@@ -366,7 +367,7 @@ type runRow struct {
 }
 
 func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
-	runs, err := s.store.Runs(r.Context())
+	runs, err := s.runs(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -376,6 +377,47 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 		rows[i] = runRow{RunID: run.ID, Product: run.ProductPath, Status: run.Status, StartedAt: run.CreatedAt}
 	}
 	writeJSON(w, rows)
+}
+
+// runs lists the store's runs with their live status: a run whose process
+// was killed reads interrupted, as taskloom runs says, not running.
+func (s *Server) runs(ctx context.Context) ([]nodes.Run, error) {
+	runs, err := s.store.Runs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	threads, err := s.threads(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	for i := range runs {
+		th, ok := threads[runs[i].ID]
+		runs[i].Status = nodes.LiveStatus(runs[i], th, ok, now)
+	}
+	return runs, nil
+}
+
+// liveStatus is run's status as its thread's lease shows it.
+func (s *Server) liveStatus(ctx context.Context, run nodes.Run) (string, error) {
+	threads, err := s.threads(ctx)
+	if err != nil {
+		return "", err
+	}
+	th, ok := threads[run.ID]
+	return nodes.LiveStatus(run, th, ok, s.now()), nil
+}
+
+func (s *Server) threads(ctx context.Context) (map[string]checkpoint.ThreadInfo, error) {
+	infos, err := s.saver.Threads(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the runs' leases: %w", err)
+	}
+	byID := make(map[string]checkpoint.ThreadInfo, len(infos))
+	for _, th := range infos {
+		byID[th.ThreadID] = th
+	}
+	return byID, nil
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {

@@ -2,12 +2,15 @@ package ui_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +217,18 @@ func TestReviewRecordedAsCLI(t *testing.T) {
 	require.Equal(t, exitOK, code, "review: stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Equal(t, map[string]string{"T1": `{"action":"skip"}`}, recordedAnswers(t, dbURL, fromPage))
 	require.Equal(t, recordedAnswers(t, dbURL, fromCLI), recordedAnswers(t, dbURL, fromPage))
+
+	// Both pages show the decision until a resume acts on it.
+	for _, runID := range []string{fromPage, fromCLI} {
+		var snap struct {
+			Decisions []map[string]string `json:"decisions"`
+		}
+		res := do(t, h, "GET", "/api/runs/"+runID, nil, nil)
+		require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+		require.NoError(t, json.Unmarshal(res.Body.Bytes(), &snap))
+		require.Equal(t, []map[string]string{{"task_id": "T1", "action": "skip"}}, snap.Decisions, runID)
+	}
+	require.Contains(t, do(t, h, "GET", "/", nil, nil).Body.String(), "skip, acted on when the run resumes")
 }
 
 // TestAccessRules: the Host check on loopback, the token off loopback,
@@ -370,4 +385,85 @@ func TestEventsFollowAnotherProcess(t *testing.T) {
 		require.True(t, seen[nodes.EventTaskIntegrated], "events: %v", seen)
 		require.True(t, seen[nodes.EventTaskVerified], "events: %v", seen)
 	})
+}
+
+// TestKilledRunReadsInterrupted: a run recorded as running whose process
+// is gone (its lease released, or held by a dead process of this host)
+// reads interrupted, with its resume command, as taskloom status says; a
+// lease held elsewhere reads running.
+func TestKilledRunReadsInterrupted(t *testing.T) {
+	t.Parallel()
+	forEachEscalatedRun(t, func(t *testing.T, dbURL, repo, runID string) {
+		ctx := context.Background()
+		d, st := openStore(t, dbURL)
+		require.NoError(t, st.SetRunStatus(ctx, runID, nodes.RunRunning))
+		h := newServer(t, dbURL, runID, nil).Handler()
+		status := func() (run, listed string, resumeNow bool) {
+			var snap struct {
+				Status    string `json:"status"`
+				ResumeNow bool   `json:"resume_now"`
+			}
+			res := do(t, h, "GET", "/api/runs/"+runID, nil, nil)
+			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+			require.NoError(t, json.Unmarshal(res.Body.Bytes(), &snap))
+			var rows []struct {
+				RunID  string `json:"run_id"`
+				Status string `json:"status"`
+			}
+			res = do(t, h, "GET", "/api/runs", nil, nil)
+			require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+			require.NoError(t, json.Unmarshal(res.Body.Bytes(), &rows))
+			require.Len(t, rows, 1)
+			return snap.Status, rows[0].Status, snap.ResumeNow
+		}
+		run, listed, resumeNow := status()
+		require.Equal(t, nodes.RunInterrupted, run, "the lease was released")
+		require.Equal(t, nodes.RunInterrupted, listed)
+		require.True(t, resumeNow)
+		page := do(t, h, "GET", "/", nil, nil)
+		require.Contains(t, page.Body.String(), `<option value="`+runID+`" selected>`+runID+` · interrupted</option>`)
+
+		host, err := os.Hostname()
+		require.NoError(t, err)
+		dead := exec.Command("true")
+		require.NoError(t, dead.Run())
+		lease, err := d.Acquire(ctx, runID, fmt.Sprintf("pid %d, host %s", dead.Process.Pid, host), time.Time{}, time.Hour)
+		require.NoError(t, err)
+		run, _, _ = status()
+		require.Equal(t, nodes.RunInterrupted, run, "a dead process of this host holds nothing")
+		require.NoError(t, d.Release(ctx, lease))
+
+		lease, err = d.Acquire(ctx, runID, "pid 1, host elsewhere", time.Time{}, time.Hour)
+		require.NoError(t, err)
+		run, listed, resumeNow = status()
+		require.Equal(t, nodes.RunRunning, run, "a live lease")
+		require.Equal(t, nodes.RunRunning, listed)
+		require.False(t, resumeNow)
+		require.NoError(t, d.Release(ctx, lease))
+	})
+}
+
+// TestAbortedRunSaysWhy: a run aborted from the page and resumed ends
+// aborted, and the page's snapshot says why, as taskloom status does.
+func TestAbortedRunSaysWhy(t *testing.T) {
+	t.Parallel()
+	dbURL := stores[0].newURL(t)
+	repo, runID := escalatedRun(t, dbURL)
+	h := newServer(t, dbURL, runID, nil).Handler()
+	csrf := csrfOf(t, do(t, h, "GET", "/", nil, nil).Body.String())
+	res := do(t, h, "POST", "/api/runs/"+runID+"/review", strings.NewReader(`{"task":"T1","action":"abort"}`), pageHeader(csrf))
+	require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+	code, out, errOut := cli(t, "resume", runID, "--repo", repo)
+	require.Equal(t, 4, code, "resume: stdout:\n%s\nstderr:\n%s", out, errOut)
+	var snap struct {
+		Status string `json:"status"`
+		Reason string `json:"reason"`
+	}
+	res = do(t, h, "GET", "/api/runs/"+runID, nil, nil)
+	require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+	require.NoError(t, json.Unmarshal(res.Body.Bytes(), &snap))
+	require.Equal(t, nodes.RunAborted, snap.Status)
+	require.Equal(t, "aborted in the review of T1", snap.Reason)
+	page := do(t, h, "GET", "/", nil, nil).Body.String()
+	require.Contains(t, page, `<span id="run-reason" class="reason">aborted in the review of T1</span>`)
 }

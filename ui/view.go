@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/taskloom/taskloom/graph"
@@ -42,9 +44,18 @@ type snapshot struct {
 	// it was interrupted.
 	Resume    string `json:"resume"`
 	ResumeNow bool   `json:"resume_now"`
+	// Reason says why a run that ended failed or aborted did.
+	Reason string `json:"reason,omitempty"`
+	// Decisions are the review decisions recorded and not acted on yet:
+	// resume acts on them.
+	Decisions []decided `json:"decisions"`
 
 	state  nodes.State
 	result graph.Result[nodes.State]
+	// recorded is the status the run's process recorded. Status is what
+	// the leases show now: it also moves when a review takes the thread's
+	// lease for a moment, which ends nothing.
+	recorded string
 }
 
 // taskView is a task as the graph and the lists show it.
@@ -59,6 +70,13 @@ type taskView struct {
 	Critical     bool              `json:"critical"`
 	Label        string            `json:"label"`
 	Usage        nodes.UsageReport `json:"usage"`
+}
+
+// decided is a review decision that resume has not acted on yet.
+type decided struct {
+	TaskID string `json:"task_id"`
+	Action string `json:"action"`
+	Note   string `json:"note,omitempty"`
 }
 
 // escalationView is an escalation that waits for a decision.
@@ -82,6 +100,10 @@ func (s *Server) load(ctx context.Context, runID string) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	recorded := run.Status
+	if run.Status, err = s.liveStatus(ctx, run); err != nil {
+		return nil, err
+	}
 	res, err := s.graph.State(ctx, runID, -1)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		// The run stopped, or is, before its first step.
@@ -98,12 +120,20 @@ func (s *Server) load(ctx context.Context, runID string) (*snapshot, error) {
 		Model: meta.Model, Step: res.Step, Milestones: nonNil(st.Milestones.Get()),
 		Summary: scheduler.Summarize(st.Tasks.Values()), Workers: nodes.Workers(res),
 		Escalations: []escalationView{}, Usage: nodes.NewUsageReport(nodes.RunUsage(st), meta.Model),
-		Resume: s.resumeCommand(run.ID), state: st, result: res,
+		Resume: s.resumeCommand(run.ID), state: st, result: res, recorded: recorded,
 	}
 	if s.workers != nil {
 		if err := s.workers(ctx, runID, snap.Workers); err != nil {
 			s.log.WarnContext(ctx, "cannot read the workers' leases", slog.Any("error", err))
 		}
+	}
+	if recorded == nodes.RunFailed || recorded == nodes.RunAborted {
+		snap.Reason = st.OutcomeReason.Get()
+	}
+	decisions, _ := nodes.RecordedDecisions(res) // one that cannot be read is not shown
+	snap.Decisions = []decided{}
+	for _, id := range slices.Sorted(maps.Keys(decisions)) {
+		snap.Decisions = append(snap.Decisions, decided{TaskID: id, Action: decisions[id].Action, Note: decisions[id].Note})
 	}
 	escalated := map[string]bool{}
 	for _, in := range res.Interrupts {

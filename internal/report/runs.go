@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/session"
 	"github.com/taskloom/taskloom/nodes"
@@ -81,24 +80,10 @@ func threadsOf(ctx context.Context, s *session.Session) (map[string]checkpoint.T
 	return out, nil
 }
 
-// liveStatus is run's status, except that a run whose thread's lease a
-// process holds is running, whatever was recorded (a resume or a review
-// --resume drives it), and a run recorded as running whose lease was
-// released or lapsed is interrupted: its process stopped without saying
-// so (it was killed, say), and it can be resumed. A run whose thread has
-// not started is still starting.
+// liveStatus is nodes.LiveStatus with the run's thread looked up.
 func liveStatus(run nodes.Run, threads map[string]checkpoint.ThreadInfo, now time.Time) string {
 	th, ok := threads[run.ID]
-	// A holder on this machine whose process is gone (kill -9) holds
-	// nothing, though its lease has not lapsed yet.
-	held := ok && th.Holder != "" && !th.Expires.Before(now) && graph.HolderAlive(th.Holder)
-	switch {
-	case held:
-		return nodes.RunRunning
-	case run.Status == nodes.RunRunning && ok:
-		return nodes.RunInterrupted
-	}
-	return run.Status
+	return nodes.LiveStatus(run, th, ok, now)
 }
 
 // WriteRuns prints rows as a table; dbURL names the store when it has no

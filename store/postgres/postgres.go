@@ -137,7 +137,7 @@ func (p *Driver) Migrate(ctx context.Context) (*migrations.Result, error) {
 	return res, nil
 }
 
-// Close implements checkpoint.Saver. It closes the pool only when OpenPostgres made it.
+// Close implements checkpoint.Saver. It closes the pool only when Open made it, not one passed to New.
 func (p *Driver) Close() error {
 	if p.ownPool {
 		p.pool.Close()

@@ -32,7 +32,23 @@
   }
   const statusText = (s) => String(s).replace(/_/g, ' ');
   const num = (n) => Number(n || 0).toLocaleString('en-US');
-  const cost = (u) => (u.cost_usd === null || u.cost_usd === undefined ? 'no price' : '$' + u.cost_usd.toFixed(4));
+  // An agent CLI that reports no usage leaves its calls uncounted: say so,
+  // rather than show what was counted as the whole cost.
+  const cost = (u) => (u.cost_usd === null || u.cost_usd === undefined ? 'no price' : '$' + u.cost_usd.toFixed(4)) +
+    (u.unreported ? ' (not counted: the agent CLI\'s own calls)' : '');
+  const firstLine = (s) => { const l = String(s || '').split('\n')[0]; return l.length > 160 ? l.slice(0, 159) + '…' : l; };
+
+  // readJSON reads a reply's JSON body; a refusal in plain text (the
+  // guard's, after the ui restarted) becomes {error: its text}.
+  async function readJSON(res) {
+    const text = await res.text();
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      if (res.status === 401 || res.status === 403) return { error: text.trim() + ' (reload the page)' };
+      return { error: text.trim() || res.statusText };
+    }
+  }
 
   function duration(ms) {
     const s = Math.max(0, Math.floor(ms / 1000));
@@ -100,13 +116,20 @@
     badge.textContent = r.status;
     badge.className = 'badge run-' + r.status;
     $('#live').hidden = r.status !== 'running';
+    $('#run-reason').textContent = r.reason || '';
+    $('#run-reason').hidden = !r.reason;
     $('#progress').textContent = r.summary.completed + '/' + r.summary.total + ' completed (' + r.summary.progress + ')';
     applyGraph(r);
 
     const esc = $('#escalations');
     esc.replaceChildren(...(r.escalations.length
-      ? r.escalations.map((e) => el('li', {}, el('button', { type: 'button', class: 'link', 'data-open': e.task_id, onclick: () => openTask(e.task_id) }, e.task_id), ' ' + e.reason))
+      ? r.escalations.map((e) => el('li', {}, el('button', { type: 'button', class: 'link', 'data-open': e.task_id, onclick: () => openTask(e.task_id) }, e.task_id), ' ' + e.reason + (e.error ? ': ' + firstLine(e.error) : '')))
       : [el('li', { class: 'none' }, 'none')]));
+    // Decisions taken in review (here, in another tab or with taskloom
+    // review) that the run has not acted on: resume does.
+    $('#decisions').replaceChildren(...(r.decisions || []).map((d) => el('li', {},
+      el('button', { type: 'button', class: 'link', 'data-open': d.task_id, onclick: () => openTask(d.task_id) }, d.task_id),
+      ' ' + d.action + (d.note ? ' (note: ' + d.note + ')' : '') + ', acted on when the run resumes')));
 
     $('#resume-box').hidden = !r.resume_now;
     $('#resume-cmd').textContent = r.resume;
@@ -190,6 +213,7 @@
       onclick: () => review(d.task.id, action, action === 'retry' ? note.value : '', out) }, label);
     return el('div', { class: 'review' },
       el('h3', {}, 'Review: ' + d.escalation.reason),
+      d.escalation.error ? el('pre', { class: 'why' }, d.escalation.error) : null,
       el('p', {}, 'Recorded as taskloom review --task ' + d.task.id + ' --action … records it; then resume the run.'),
       note,
       el('div', { class: 'actions' },
@@ -209,7 +233,7 @@
         headers: { 'Content-Type': 'application/json', 'X-Taskloom-CSRF': csrf },
         body: JSON.stringify({ task: task, action: action, note: note }),
       });
-      const body = await res.json();
+      const body = await readJSON(res);
       if (!res.ok) {
         out.replaceChildren(el('p', { class: 'notice error' }, body.error || res.statusText));
         return;
@@ -267,7 +291,7 @@
     openID = id;
     markSelected();
     const res = await fetch(api + '/tasks/' + encodeURIComponent(id), { credentials: 'same-origin' });
-    const d = await res.json();
+    const d = await readJSON(res);
     if (!res.ok) {
       $('#detail-body').replaceChildren(el('p', { class: 'notice error' }, d.error || res.statusText));
       $('#detail').hidden = false;
