@@ -178,3 +178,45 @@ func putRun(t *testing.T, saver checkpoint.Saver, put func(u *state)) *graph.Run
 	require.NoError(t, err)
 	return run
 }
+
+// damagedWrites hands out the pending writes with their payloads cut
+// short, as a damaged row would be.
+type damagedWrites struct{ checkpoint.Saver }
+
+func (d damagedWrites) Load(ctx context.Context, threadID string, step int64) (checkpoint.Loaded, error) {
+	l, err := d.Saver.Load(ctx, threadID, step)
+	for i := range l.Writes {
+		l.Writes[i].Payload = l.Writes[i].Payload[:len(l.Writes[i].Payload)/2]
+	}
+	return l, err
+}
+
+// A damaged pending write is damage to its step, found before any task
+// runs again, and named with the step so that a resume can go on from the
+// checkpoint before it.
+func TestDamagedPendingWriteFoundFirst(t *testing.T) {
+	t.Parallel()
+	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
+		ctx := context.Background()
+		var calls atomic.Int32
+		run, err := fanOutGraph(t, 3, func(int) { calls.Add(1) }).Compile(&graph.CompileOpts{Saver: &failingSaver{Saver: saver, failStep: 2}})
+		require.NoError(t, err)
+		_, err = run.Invoke(ctx, "dmg", state{}, nil)
+		require.ErrorContains(t, err, "simulated crash")
+		require.Equal(t, int32(3), calls.Load())
+
+		damaged, err := fanOutGraph(t, 3, func(int) { calls.Add(1) }).Compile(&graph.CompileOpts{Saver: damagedWrites{saver}})
+		require.NoError(t, err)
+		for _, read := range []func() error{
+			func() error { _, err := damaged.Continue(ctx, "dmg", nil); return err },
+			func() error { _, err := damaged.State(ctx, "dmg", -1); return err },
+		} {
+			err = read()
+			var derr *checkpoint.DecodeError
+			require.ErrorAs(t, err, &derr)
+			require.Equal(t, int64(2), derr.Step, "the pending step")
+			require.ErrorContains(t, err, "pending update of task work#")
+		}
+		require.Equal(t, int32(3), calls.Load(), "nothing ran again")
+	})
+}

@@ -552,22 +552,36 @@ func (t *thread[S]) restoreAt(ctx context.Context, step int64) error {
 	t.doneUpdates = map[int][]byte{}
 	t.interrupts = map[int][]Interruption{}
 	t.resume = map[string]json.RawMessage{}
+	// The pending writes are checked now, before any task runs again: a
+	// damaged one is damage to the step they belong to, reported as such
+	// (with the checkpoint to go on from), not found after the step's other
+	// tasks have been paid for again.
+	damaged := func(w checkpoint.Write, err error) error {
+		return &checkpoint.DecodeError{ThreadID: t.id, Step: head.Step + 1, Err: fmt.Errorf("pending %s of task %s: %w", w.Kind, w.TaskID, err)}
+	}
 	for _, w := range loaded.Writes {
 		switch w.Kind {
 		case checkpoint.WriteResume:
+			if !json.Valid(w.Payload) {
+				return damaged(w, errors.New("not JSON"))
+			}
 			t.resume[w.TaskID] = w.Payload
 		case checkpoint.WriteUpdate, checkpoint.WriteInterrupt:
 			idx := t.taskIndex(w.TaskID)
 			if idx < 0 {
-				return fmt.Errorf("thread %s: pending write for unknown task %q", t.id, w.TaskID)
+				return damaged(w, errors.New("no such task in the step"))
 			}
 			if w.Kind == checkpoint.WriteUpdate {
+				var probe S
+				if err := t.r.applyDeltas(&probe, w.Payload); err != nil {
+					return damaged(w, err)
+				}
 				t.doneUpdates[idx] = w.Payload
 				continue
 			}
 			var ints []Interruption
 			if err := json.Unmarshal(w.Payload, &ints); err != nil {
-				return fmt.Errorf("thread %s: decode interrupts of %s: %w", t.id, w.TaskID, err)
+				return damaged(w, err)
 			}
 			t.interrupts[idx] = ints
 		}
@@ -978,7 +992,7 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 		if res.live {
 			r.sc.merge(&t.state, &res.update)
 		} else if err := r.applyDeltas(&t.state, res.encoded); err != nil {
-			return true, fmt.Errorf("thread %s step %d: %w", t.id, step, err)
+			return true, &checkpoint.DecodeError{ThreadID: t.id, Step: step, Err: fmt.Errorf("pending result of task %s: %w", t.next[i].Node, err)}
 		}
 	}
 	// next is built in the spare buffer: t.next stays readable meanwhile.
