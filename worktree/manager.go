@@ -38,6 +38,10 @@ type DirtyError struct {
 	Branch string   // main's name
 	Files  []string // changed tracked files, when known
 	Detail string   // git's reason, when integration was refused
+	// Locks are git lock files left in the checkout's git folder or on
+	// its branch: a git command stopped midway there, and the changes may
+	// be what it left, not the user's edits.
+	Locks []string
 }
 
 func (e *DirtyError) Error() string {
@@ -48,6 +52,12 @@ func (e *DirtyError) Error() string {
 	if e.Detail != "" {
 		return fmt.Sprintf("%s, where %s is checked out, has local changes in the way%s: %s: commit, stash or move them, then run taskloom again",
 			e.Path, e.Branch, files, e.Detail)
+	}
+	if len(e.Locks) > 0 {
+		return fmt.Sprintf("%s, where %s is checked out, has uncommitted changes to tracked files%s, and git's lock files %s remain: "+
+			"a git command stopped midway there (taskloom's own merge, if a run was killed while it integrated). "+
+			"If no git command is running, remove the lock files, then drop what it left (git restore --staged --worktree -- FILES) or keep it (commit or stash), and run taskloom again",
+			e.Path, e.Branch, files, strings.Join(e.Locks, ", "))
 	}
 	return fmt.Sprintf("%s, where %s is checked out, has uncommitted changes to tracked files%s: commit or stash them, then run taskloom again",
 		e.Path, e.Branch, files)
@@ -209,7 +219,7 @@ func Open(ctx context.Context, repoDir string, opts *Opts) (*Manager, error) {
 			return nil, fmt.Errorf("open %s: %w", m.root, err)
 		}
 		if files := statusFiles(status); len(files) > 0 {
-			return nil, &DirtyError{Path: checkout, Branch: m.mainBranch, Files: files}
+			return nil, &DirtyError{Path: checkout, Branch: m.mainBranch, Files: files, Locks: m.staleLocks(ctx, checkout)}
 		}
 	}
 	if err := m.ensureExcluded(); err != nil {
@@ -379,4 +389,22 @@ func shortList(files []string) string {
 		return strings.Join(files, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(files[:most], ", "), len(files)-most)
+}
+
+// staleLocks lists the git lock files of checkout's index, HEAD and main
+// branch that exist: left by a git command that stopped midway, or held by
+// one that runs now.
+func (m *Manager) staleLocks(ctx context.Context, checkout string) []string {
+	out, err := m.git(ctx, checkout, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return nil
+	}
+	gitDir := strings.TrimSpace(out)
+	var locks []string
+	for _, lock := range []string{filepath.Join(gitDir, "index.lock"), filepath.Join(gitDir, "HEAD.lock"), m.refLock(m.mainBranch)} {
+		if _, err := os.Lstat(lock); err == nil {
+			locks = append(locks, lock)
+		}
+	}
+	return locks
 }

@@ -378,6 +378,18 @@ func TestOpen(t *testing.T) {
 		require.True(t, errors.As(err, &de))
 		require.Equal(t, []string{"a.txt"}, de.Files)
 		require.ErrorContains(t, err, "commit or stash them")
+		require.Empty(t, de.Locks)
+
+		// A merge killed midway (the process and its git child) leaves its
+		// changes staged and git's locks behind: the error says so, rather
+		// than take them for the user's edits.
+		write(t, repo, ".git/index.lock", "")
+		write(t, repo, ".git/refs/heads/main.lock", "")
+		_, err = worktree.Open(ctx, repo, nil)
+		require.ErrorIs(t, err, worktree.ErrDirty)
+		require.True(t, errors.As(err, &de))
+		require.Equal(t, []string{filepath.Join(repo, ".git", "index.lock"), filepath.Join(repo, ".git", "refs", "heads", "main.lock")}, de.Locks)
+		require.ErrorContains(t, err, "a git command stopped midway there")
 	})
 
 	t.Run("untracked files are fine, and .taskloom/ is excluded once", func(t *testing.T) {
