@@ -17,8 +17,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/taskloom/taskloom/internal/safefile"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/taskloom/taskloom/internal/proc"
+	"github.com/taskloom/taskloom/internal/safefile"
 )
 
 // callOutcome is what one tool call produced.
@@ -458,11 +460,7 @@ func (c *conv) executeCommand(ctx context.Context, command string, timeoutSecond
 	if timeoutSeconds > 0 {
 		timeout = min(time.Duration(timeoutSeconds)*time.Second, c.a.opts.MaxCommandTimeout)
 	}
-	confine := c.a.opts.ConfineFunc
-	if confine == nil {
-		confine = defaultConfinement
-	}
-	cf, err := confine(c.root)
+	cf, err := c.confinement()
 	if err != nil {
 		return toolError("execute_command: %v", err)
 	}
@@ -611,4 +609,30 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// confinement is how the commands of this conversation's worktree run.
+func (c *conv) confinement() (proc.Confinement, error) {
+	confine := c.a.opts.ConfineFunc
+	if confine == nil {
+		confine = defaultConfinement
+	}
+	return confine(c.root)
+}
+
+// redact hides secret values in a tool's result before the model, the
+// history or the store sees it, whichever tool read them: a file the
+// worker read (a .env copied into the worktree), a line it searched for,
+// an MCP server's answer. A command's output was redacted as it was read;
+// this catches the rest.
+func (c *conv) redact(out callOutcome) callOutcome {
+	if !c.redactorSet {
+		cf, err := c.confinement()
+		if err != nil {
+			return toolError("the result was withheld: what to redact from it is unknown: %v", err)
+		}
+		c.redactor, c.redactorSet = cf.Redactor, true
+	}
+	out.content = c.redactor.Redact(out.content)
+	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/llm"
 )
 
@@ -33,6 +34,11 @@ type conv struct {
 	mistakes int
 	lastKey  string
 	repeats  int
+
+	// redactor hides secret values in tool results; set once, from the
+	// worktree's confinement.
+	redactor    *proc.Redactor
+	redactorSet bool
 }
 
 func (a *Agent) newConv(ctx context.Context, rec *Record, b *budget) (*conv, error) {
@@ -202,6 +208,14 @@ func (c *conv) turn(ctx context.Context) (*ending, error) {
 		c.say(SayError, "The model answered without calling a tool.")
 		return nil, c.save(ctx)
 	}
+	// The reply, and its usage, are kept before its tools run: a process
+	// killed while one runs must not have the resumed conversation ask for
+	// the reply again (and pay for it twice) and run its tools again. The
+	// resumed conversation finds the calls without results and tells the
+	// model they were interrupted.
+	if err := c.save(ctx); err != nil {
+		return nil, err
+	}
 
 	c.rec.API = append(c.rec.API, APIMessage{Role: RoleUser, TS: c.now()})
 	resultsAt := len(c.rec.API) - 1
@@ -213,7 +227,7 @@ func (c *conv) turn(ctx context.Context) (*ending, error) {
 				Content: fmt.Sprintf("Not executed: the conversation ended (%s) before this call.", end.reason)})
 			continue
 		}
-		out := c.execCall(ctx, call, turnFailed, resultsAt)
+		out := c.redact(c.execCall(ctx, call, turnFailed, resultsAt))
 		if out.failed || out.isError {
 			turnFailed = true
 		}

@@ -2,10 +2,12 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/taskloom/taskloom/agent"
@@ -455,4 +457,52 @@ func TestCustomMode(t *testing.T) {
 	require.ErrorContains(t, err, "custom_modes[0].slug")
 	_, err = agent.New(e.model, agent.NewMemoryStore(), &agent.Opts{CustomModes: []agent.Mode{{Slug: "x", Role: "x", Groups: []string{"browser"}}}})
 	require.ErrorContains(t, err, "unknown group")
+}
+
+// Secrets in files reach neither the model nor the history: read_file and
+// search_files results are redacted as command output is.
+func TestSecretsRedactedFromFileTools(t *testing.T) {
+	t.Parallel()
+	e := setup(t, `{"conversations": [{"match": ".", "replies": [
+	  {"tool_calls": [
+	    {"name": "read_file", "arguments": {"path": ".env"}},
+	    {"name": "search_files", "arguments": {"path": ".", "regex": "API_KEY"}}]},
+	  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "done"}}]}]}]}`,
+		&agent.Opts{ConfineFunc: func(string) (proc.Confinement, error) {
+			env := []string{"PATH=" + os.Getenv("PATH"), "TASKLOOM_TEST_API_KEY=sk-test-0123456789"}
+			return proc.Confinement{Env: env, Redactor: proc.NewRedactor(env, []string{"PATH"})}, nil
+		}})
+	writeFile(t, filepath.Join(e.wt, ".env"), "TASKLOOM_TEST_API_KEY=sk-test-0123456789\nPORT=8080\n")
+	res := e.run(t, "c1", "Look", "")
+	require.Equal(t, agent.ReasonCompleted, res.Reason, res.Detail)
+	rec := e.load(t, "c1")
+	for i := range 2 {
+		out := resultFor(t, rec, i).Content
+		require.NotContains(t, out, "sk-test-0123456789", "result %d", i)
+		require.Contains(t, out, "TASKLOOM_TEST_API_KEY=[REDACTED]", "result %d", i)
+	}
+	require.Contains(t, resultFor(t, rec, 0).Content, "PORT=8080", "the rest of the file is read")
+	data, err := json.Marshal(rec)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), "sk-test-0123456789", "the history, UI messages included")
+}
+
+// A reply is kept before its tools run: a process killed while a tool
+// runs leaves the reply and its usage in the history, so that the resumed
+// conversation neither asks for it again nor runs its tools twice.
+func TestReplyKeptBeforeItsToolsRun(t *testing.T) {
+	t.Parallel()
+	e := setup(t, `{"conversations": [{"match": ".", "replies": [
+	  {"tool_calls": [{"name": "execute_command", "arguments": {"command": "touch started; while [ ! -e go-on ]; do sleep 0.05; done"}}]},
+	  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "done"}}]}]}]}`, nil)
+	done := make(chan *agent.Result, 1)
+	go func() { done <- e.run(t, "c1", "Work", "") }()
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(e.wt, "started")); return err == nil }, time.Minute, 20*time.Millisecond)
+	mid := e.load(t, "c1")
+	last := mid.API[len(mid.API)-1]
+	require.Equal(t, agent.RoleAssistant, last.Role, "the reply is stored while its tool runs")
+	require.Equal(t, agent.BlockToolUse, last.Content[len(last.Content)-1].Type)
+	require.Positive(t, mid.Meta.Usage.InputTokens+mid.Meta.Usage.OutputTokens, "and its usage")
+	writeFile(t, filepath.Join(e.wt, "go-on"), "")
+	require.Equal(t, agent.ReasonCompleted, (<-done).Reason)
 }

@@ -48,6 +48,13 @@ func (f *follower) next(snap *snapshot) []nodes.RunEvent {
 	for _, t := range cur.Tasks.Values() {
 		if was, ok := old.Tasks.Get(t.ID); !ok || !reflect.DeepEqual(was, t) {
 			tasks.Tasks.Put(t.ID, t)
+			if t.Status == planner.StatusInProgress {
+				// The attempt it runs, as the run counts it: the Tracker
+				// would guess the one after the last it saw checked, and a
+				// poll may have missed a whole try in between.
+				n := nodes.CurrentAttempt(cur, t.ID)
+				tasks.Attempts.Put(t.ID+"/"+strconv.Itoa(n), nodes.Attempt{TaskID: t.ID, Attempt: n})
+			}
 		}
 	}
 	known := map[nodes.Escalation]bool{}

@@ -107,6 +107,7 @@ func New(opts Opts) (*Server, error) {
 	}
 	page, err := template.New("page.html").Funcs(template.FuncMap{
 		"statusText": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+		"firstLine":  func(s string) string { line, _, _ := strings.Cut(s, "\n"); return line },
 		"short": func(s string, n int) string {
 			if r := []rune(s); len(r) > n {
 				return string(r[:n-1]) + "…"

@@ -131,9 +131,16 @@ func summarize(ctx context.Context, g *graph.Runnable[nodes.State], runID string
 		var decode *checkpoint.DecodeError
 		if errors.As(err, &decode) {
 			// A damaged checkpoint is listed as such: history is where
-			// the user picks the one to go on from.
+			// the user picks the one to go on from. Damage to the pending
+			// results of the step after the newest one is not this
+			// checkpoint's: it is the one to go on from.
+			summary := "cannot be decoded: " + clip.Line(decode.Err.Error(), 120)
+			if decode.Step > info.Step {
+				summary = fmt.Sprintf("the pending results of step %d cannot be decoded (%s); this checkpoint is whole: go on from it with resume --from %d",
+					decode.Step, clip.Line(decode.Err.Error(), 80), info.Step)
+			}
 			entries = append(entries, Entry{Step: info.Step, Source: info.Source, Nodes: nonNilStrings(info.Writers), Time: info.CreatedAt,
-				Summary: "cannot be decoded: " + clip.Line(decode.Err.Error(), 120), Changes: []TaskChange{}, Log: []string{}})
+				Summary: summary, Changes: []TaskChange{}, Log: []string{}})
 			havePrev = false
 			continue
 		}
