@@ -71,6 +71,13 @@ type WaitInfo struct {
 	Retry int
 	// Status is the HTTP status that caused the wait, if any.
 	Status int
+	// Lost is the time the failed request took before this wait: with
+	// Wait, the time the provider cost the caller.
+	Lost time.Duration
+	// Shared marks a limiter's wait for another request's 429, told after
+	// it ended to the waiting caller's own WaitFunc only (the request that
+	// got the 429 announced it): a caller that keeps time learns of it.
+	Shared bool
 }
 
 // minReportedPacing is the shortest limiter wait reported to WaitFunc:
@@ -164,8 +171,11 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// after it ended, one 429 would read as two waits.
 			if waited >= minReportedPacing && why != KindRateLimit {
 				t.report(ctx, WaitInfo{Reason: why, Wait: waited})
+			} else if waited > 0 && why == KindRateLimit {
+				tellCaller(ctx, WaitInfo{Provider: t.opts.Provider, Reason: why, Wait: waited, Shared: true})
 			}
 		}
+		began := time.Now()
 		resp, f := t.try(ctx, req, body, info)
 		if f == nil {
 			return resp, nil
@@ -188,7 +198,7 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// sharing the limiter holds back.
 			t.opts.Limiter.Pause(wait)
 		}
-		t.report(ctx, WaitInfo{Reason: f.kind, Wait: wait, Retry: n + 1, Status: f.status})
+		t.report(ctx, WaitInfo{Reason: f.kind, Wait: wait, Retry: n + 1, Status: f.status, Lost: time.Since(began)})
 		if err := t.opts.SleepFunc(ctx, wait); err != nil {
 			return nil, err
 		}
@@ -200,6 +210,11 @@ func (t *guardTransport) report(ctx context.Context, w WaitInfo) {
 	if t.opts.WaitFunc != nil {
 		t.opts.WaitFunc(w)
 	}
+	tellCaller(ctx, w)
+}
+
+// tellCaller tells the WithWaitFunc funcs of ctx of w.
+func tellCaller(ctx context.Context, w WaitInfo) {
 	if f, ok := ctx.Value(waitKey{}).(func(WaitInfo)); ok && f != nil {
 		f(w)
 	}
@@ -209,8 +224,15 @@ type waitKey struct{}
 
 // WithWaitFunc returns a context whose model calls also tell f of each
 // wait for the provider (as Opts.WaitFunc hears of every call's): a caller
-// learns which of its calls waits.
+// learns which of its calls waits. The funcs of ctx are told too, first.
 func WithWaitFunc(ctx context.Context, f func(WaitInfo)) context.Context {
+	if prev, ok := ctx.Value(waitKey{}).(func(WaitInfo)); ok && prev != nil {
+		next := f
+		f = func(w WaitInfo) {
+			prev(w)
+			next(w)
+		}
+	}
 	return context.WithValue(ctx, waitKey{}, f)
 }
 

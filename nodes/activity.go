@@ -63,6 +63,9 @@ func watch(ctx context.Context, taskID string, attempt int) context.Context {
 		f(Activity{TaskID: taskID, Attempt: attempt, Tool: a.Tool, Summary: a.Summary, Usage: a.Usage})
 	})
 	return llm.WithWaitFunc(ctx, func(w llm.WaitInfo) {
+		if w.Shared {
+			return // announced by the request that got the 429
+		}
 		f(Activity{TaskID: taskID, Attempt: attempt, Tool: ActivityWait, Wait: w.Wait, Reason: w.Reason,
 			Summary: WaitSummary(w.Wait, w.Reason)})
 	})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -532,7 +533,7 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 		PreviousError: task.Error, Restart: !resumed, ReviewerNote: job.Note}
 	wctx, cancel := watch(ctx, id, attempt), context.CancelFunc(func() {})
 	if p.WorkerTimeout > 0 {
-		wctx, cancel = context.WithTimeoutCause(wctx, p.WorkerTimeout, errWorkerTimeout)
+		wctx, cancel = workerDeadline(wctx, p.WorkerTimeout)
 	}
 	out, werr := p.Worker.Implement(wctx, ajob)
 	timedOut := errors.Is(context.Cause(wctx), errWorkerTimeout)
@@ -649,6 +650,30 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 }
 
 var errWorkerTimeout = errors.New("worker timed out")
+
+// workerDeadline ends ctx with errWorkerTimeout after d of the worker's
+// own time. The time the provider costs it is not the worker's: a wait for
+// a rate limit or an overload, and the failed request before it, push the
+// deadline back by as much, so that provider trouble never uses up an
+// attempt (it pauses the task once the retries are spent).
+func workerDeadline(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	var mu sync.Mutex
+	deadline := time.Now().Add(d)
+	timer := time.AfterFunc(d, func() { cancel(errWorkerTimeout) })
+	ctx = llm.WithWaitFunc(ctx, func(w llm.WaitInfo) {
+		mu.Lock()
+		defer mu.Unlock()
+		deadline = deadline.Add(w.Wait + w.Lost)
+		if timer.Stop() { // not fired yet: the worker still has time
+			timer.Reset(time.Until(deadline))
+		}
+	})
+	return ctx, func() {
+		timer.Stop()
+		cancel(nil)
+	}
+}
 
 func joinErrors(a, b string) string {
 	if a == "" || b == "" {
