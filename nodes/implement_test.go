@@ -145,6 +145,11 @@ func TestImplementQuestionAndProviderPause(t *testing.T) {
 	require.Contains(t, log, "T1: the worker asks: int or float?")
 	require.Contains(t, log, "T2: paused, the model provider failed: anthropic: 529 overloaded")
 	require.Equal(t, 2, CurrentAttempt(res.State, "T1"))
+	// The reviewer sees what the paused attempt wrote.
+	a, ok := res.State.Attempts.Get("T2/1")
+	require.True(t, ok)
+	require.True(t, a.Changed)
+	require.Contains(t, a.Diff, "calc/sub.go")
 
 	res, status = h.review(res, func(p EscalationPayload) Decision {
 		if p.TaskID == "T1" {

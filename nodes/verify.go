@@ -81,6 +81,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 			if t := findTask(tasks, id); t != nil {
 				t.Status, t.Error = planner.StatusPending, "the worker asks: "+rec.Question
 			}
+			p.keepDiff(ctx, rec, wts[i])
 			escs = append(escs, Escalation{TaskID: id, Reason: ReasonQuestion, Error: rec.Question})
 			u.Log.Add(p.entry(id, "%s: the worker asks: %s", id, rec.Question))
 		case rec.ProviderError != "":
@@ -89,6 +90,7 @@ func (p *Pipeline) verify(ctx context.Context, s State) (State, error) {
 			if t := findTask(tasks, id); t != nil {
 				t.Status, t.Error = planner.StatusPending, "the model provider failed: "+rec.ProviderError
 			}
+			p.keepDiff(ctx, rec, wts[i])
 			escs = append(escs, Escalation{TaskID: id, Reason: ReasonProvider, Error: rec.ProviderError})
 			u.Log.Add(p.entry(id, "%s: paused, the model provider failed: %s", id, clip.Line(rec.ProviderError, 160)))
 		case rec.Error != "":
@@ -145,16 +147,22 @@ func testCounts(v *verify.Verdict) string {
 	return fmt.Sprintf("%s: %d %s, %d skipped", v.Runner(), v.Total, noun, v.Skipped)
 }
 
+// keepDiff records the diff of an attempt that changed something, for the
+// reviewer of a try that failed, asked a question or was stopped by the
+// provider.
+func (p *Pipeline) keepDiff(ctx context.Context, rec *Attempt, wt *worktree.Worktree) {
+	if rec.Changed && wt != nil && rec.Diff == "" {
+		rec.Diff = p.diff(ctx, wt)
+	}
+}
+
 // failAttempt records a failed attempt: its error, its diff for the
 // reviewer, and its task's failure, retried or escalated (with reason, or
 // max_attempts when reason is "").
 func (p *Pipeline) failAttempt(ctx context.Context, u *State, tasks []planner.Task, escs []Escalation, rec *Attempt,
 	wt *worktree.Worktree, failure, reason string) ([]planner.Task, []Escalation, error) {
 	rec.Error = failure
-	if rec.Changed && wt != nil && rec.Diff == "" {
-		// The reviewer of a failed try sees its diff.
-		rec.Diff = p.diff(ctx, wt)
-	}
+	p.keepDiff(ctx, rec, wt)
 	tasks, escalate, err := scheduler.Fail(tasks, rec.TaskID, failure)
 	if err != nil {
 		return tasks, escs, err

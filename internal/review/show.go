@@ -112,6 +112,13 @@ func (e Escalation) sections() []section {
 	switch {
 	case a.Diff != "":
 		out = append(out, section{title: fmt.Sprintf("diff of attempt %d", a.Attempt), text: a.Diff, limit: reviewDiffLines})
+	case a.Changed:
+		// Changed, but its diff was not kept (an older run's question, say).
+		text := "(the attempt changed files; its diff was not kept)"
+		if e.payload.Ref != "" {
+			text = "(the attempt changed files; git show " + e.payload.Ref + " shows them)"
+		}
+		out = append(out, section{title: fmt.Sprintf("diff of attempt %d", a.Attempt), text: text, limit: 1})
 	case a.Commit != "" || a.Worktree != "":
 		out = append(out, section{title: fmt.Sprintf("diff of attempt %d", a.Attempt), text: "(the attempt changed nothing)", limit: 1})
 	}
