@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
@@ -466,4 +467,46 @@ func TestAbortedRunSaysWhy(t *testing.T) {
 	require.Equal(t, "aborted in the review of T1", snap.Reason)
 	page := do(t, h, "GET", "/", nil, nil).Body.String()
 	require.Contains(t, page, `<span id="run-reason" class="reason">aborted in the review of T1</span>`)
+}
+
+// TestAttemptInFlightShowsItsConversation: an attempt that has not ended
+// (it runs, or its process was killed) has no record yet; the task's page
+// shows its conversation so far and what it used.
+func TestAttemptInFlightShowsItsConversation(t *testing.T) {
+	t.Parallel()
+	dbURL := stores[0].newURL(t)
+	_, runID := escalatedRun(t, dbURL)
+	_, st := openStore(t, dbURL)
+	id := runID + "/T1/2"
+	require.NoError(t, st.Histories(runID).Save(context.Background(), &agent.Record{
+		Meta: agent.Metadata{ID: id, RootID: id, Mode: "code", Status: "running",
+			Usage: agent.Usage{Calls: 3, InputTokens: 300, OutputTokens: 30}},
+		UI: []agent.UIMessage{{Type: agent.UISay, Say: agent.SayText, Text: "Reading the notes file first."}},
+	}))
+	h := newServer(t, dbURL, runID, nil).Handler()
+	res := do(t, h, "GET", "/api/runs/"+runID+"/tasks/T1", nil, nil)
+	require.Equal(t, http.StatusOK, res.Code, res.Body.String())
+	var d struct {
+		Attempts []struct {
+			Attempt    int  `json:"attempt"`
+			InProgress bool `json:"in_progress"`
+			Usage      struct {
+				InputTokens int `json:"input_tokens"`
+			} `json:"usage"`
+			Conversation []struct {
+				Messages []struct {
+					Text string `json:"text"`
+				} `json:"messages"`
+			} `json:"conversation"`
+		} `json:"attempts"`
+	}
+	require.NoError(t, json.Unmarshal(res.Body.Bytes(), &d))
+	require.Len(t, d.Attempts, 2)
+	require.False(t, d.Attempts[0].InProgress)
+	last := d.Attempts[1]
+	require.Equal(t, 2, last.Attempt)
+	require.True(t, last.InProgress)
+	require.Equal(t, 300, last.Usage.InputTokens)
+	require.Len(t, last.Conversation, 1)
+	require.Equal(t, "Reading the notes file first.", last.Conversation[0].Messages[0].Text)
 }

@@ -226,6 +226,10 @@ type attemptView struct {
 	Question     string             `json:"question"`
 	Usage        nodes.UsageReport  `json:"usage"`
 	Conversation []conversationView `json:"conversation"`
+	// InProgress: the attempt has not ended (it runs, or its process was
+	// killed), so only its conversation so far, and the usage of it, are
+	// known.
+	InProgress bool `json:"in_progress,omitempty"`
 }
 
 // conversationView is one conversation of an attempt, as its UI history
@@ -264,14 +268,16 @@ func (s *Server) detail(ctx context.Context, snap *snapshot, taskID string) (*ta
 			d.Escalation = &snap.Escalations[i]
 		}
 	}
-	convs, err := s.conversations(ctx, snap.RunID, taskID)
+	convs, used, err := s.conversations(ctx, snap.RunID, taskID)
 	if err != nil {
 		return nil, err
 	}
+	ended := map[int]bool{}
 	for _, a := range st.Attempts.Values() {
 		if a.TaskID != taskID {
 			continue
 		}
+		ended[a.Attempt] = true
 		av := attemptView{Attempt: a.Attempt, Error: a.Error, Diff: a.Diff, Changed: a.Changed, Integrated: a.Integrated,
 			Conflicts: nonNil(a.Conflicts), Question: a.Question, Usage: nodes.NewUsageReport(a.Usage(), snap.Model),
 			Conversation: nonNil(convs[a.Attempt])}
@@ -282,6 +288,15 @@ func (s *Server) detail(ctx context.Context, snap *snapshot, taskID string) (*ta
 			av.Passed, av.TestOutput, av.Tests = a.Tests.Passed, a.Tests.Output, review.TestSummary(*a.Tests)
 		}
 		d.Attempts = append(d.Attempts, av)
+	}
+	// An attempt that has not ended has no record yet, but its
+	// conversation is in the store as it goes: a worker can talk for half
+	// an hour, and the page is live.
+	for _, n := range slices.Sorted(maps.Keys(convs)) {
+		if !ended[n] {
+			d.Attempts = append(d.Attempts, attemptView{Attempt: n, InProgress: true, Conflicts: []string{},
+				Usage: nodes.NewUsageReport(used[n], snap.Model), Conversation: convs[n]})
+		}
 	}
 	return d, nil
 }
@@ -294,22 +309,25 @@ const (
 
 // conversations reads the task's conversations from the run's histories,
 // by attempt.
-func (s *Server) conversations(ctx context.Context, runID, taskID string) (map[int][]conversationView, error) {
+func (s *Server) conversations(ctx context.Context, runID, taskID string) (map[int][]conversationView, map[int]llm.Usage, error) {
 	ids, err := s.store.Conversations(ctx, runID, taskID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[int][]conversationView{}
+	out, used := map[int][]conversationView{}, map[int]llm.Usage{}
 	h := s.store.Histories(runID)
 	for _, id := range ids {
 		_, attempt, _, err := nodes.ParseConversationID(runID, id)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rec, err := h.Load(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		u := rec.Meta.Usage // its own: a subtask is a conversation of the attempt too
+		used[attempt] = used[attempt].Add(llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Estimated: u.Estimated})
 		cv := conversationView{ID: id, Messages: []message{}}
 		for _, m := range rec.UI {
 			msg := message{Type: m.Type, Kind: m.Say + m.Ask, Text: cut(m.Text, convText)}
@@ -320,7 +338,7 @@ func (s *Server) conversations(ctx context.Context, runID, taskID string) (map[i
 		}
 		out[attempt] = append(out[attempt], cv)
 	}
-	return out, nil
+	return out, used, nil
 }
 
 // cut shortens s to about n bytes, saying so.

@@ -256,11 +256,12 @@
 
   function attempt(a, last) {
     return el('details', { class: 'attempt', open: last, 'data-attempt': a.attempt },
-      el('summary', {}, 'Attempt ' + a.attempt + (a.tests ? ' — tests ' + a.tests : '') + (a.integrated ? ' — integrated ' + a.integrated.slice(0, 10) : '')),
+      el('summary', {}, 'Attempt ' + a.attempt + (a.in_progress ? ' — not ended (its conversation so far)' : '') +
+        (a.tests ? ' — tests ' + a.tests : '') + (a.integrated ? ' — integrated ' + a.integrated.slice(0, 10) : '')),
       facts([['usage', num(a.usage.input_tokens) + ' in, ' + num(a.usage.output_tokens) + ' out, ' + cost(a.usage)],
         ['conflicts', a.conflicts.join(', ')], ['question', a.question]]),
       a.error ? [el('h4', {}, 'Error'), pre(a.error, 'error')] : null,
-      el('h4', {}, 'Diff'), a.diff ? pre(a.diff, 'diff') : el('p', { class: 'none' }, a.changed ? 'diff not kept' : 'no change'),
+      a.in_progress ? null : [el('h4', {}, 'Diff'), a.diff ? pre(a.diff, 'diff') : el('p', { class: 'none' }, a.changed ? 'diff not kept' : 'no change')],
       a.test_output ? [el('h4', {}, 'Test output'), pre(a.test_output, 'tests')] : null,
       a.conversation.length ? [el('h4', {}, 'Conversation'), a.conversation.map(conversation)] : null);
   }
