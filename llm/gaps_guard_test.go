@@ -397,6 +397,20 @@ func TestGuardRedactsProviderErrors(t *testing.T) {
 	}
 }
 
+// Secrets other than the key (the environment's, as Opts.Secrets) are
+// redacted from the provider's errors too: an error body may echo a request.
+func TestGuardRedactsOtherSecrets(t *testing.T) {
+	t.Parallel()
+	const other = "db-password-0123456789"
+	srv := llmtest.NewServer(t, llmtest.Error(http.StatusBadRequest, "prompt quoted "+other+" too long"))
+	m, err := New(context.Background(), "anthropic:claude-sonnet-4-5", &Opts{BaseURL: srv.URL, GetenvFunc: testEnv, Secrets: []string{other}})
+	require.NoError(t, err)
+	_, err = m.GenerateContent(context.Background(), userMsg("hi"))
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), other)
+	require.Contains(t, err.Error(), "prompt quoted "+Redacted)
+}
+
 func TestGuardContextCancel(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(t, llmtest.OpenAIChat("never"))

@@ -67,6 +67,9 @@ type Opts struct {
 	APIKeyEnv string
 	// WaitFunc hears of each wait for the provider (see TransportOpts).
 	WaitFunc func(WaitInfo)
+	// Secrets are more values to redact from what the provider sends back
+	// (an error body may echo a request): the environment's secrets, say.
+	Secrets []string
 	// Backoff, SleepFunc and NowFunc time the retries (see TransportOpts);
 	// tests stub them.
 	Backoff   Backoff
@@ -104,7 +107,7 @@ func New(ctx context.Context, spec string, opts *Opts) (llms.Model, error) {
 		}
 		return NewScripted(script), nil
 	}
-	redactor := NewEnvRedactor(getenv, opts.APIKeyEnv)
+	redactor := NewEnvRedactor(getenv, opts.APIKeyEnv).With(opts.Secrets...)
 	maxTokens := cmp.Or(opts.MaxTokens, DefaultMaxTokens)
 	retries := cmp.Or(opts.MaxRetries, DefaultMaxRetries)
 	if retries < 0 {

@@ -3,6 +3,7 @@ package llm
 import (
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -41,6 +42,11 @@ func NewRedactor(secrets ...string) *Redactor {
 	}
 	sort.Slice(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
 	return r
+}
+
+// With returns a Redactor for r's secrets and more.
+func (r *Redactor) With(more ...string) *Redactor {
+	return NewRedactor(append(slices.Clone(r.secrets), more...)...)
 }
 
 // NewEnvRedactor returns a Redactor for the values of KeyEnvVars and of

@@ -84,6 +84,19 @@ func NewRedactor(environ, allow []string, extra ...string) *Redactor {
 	return r
 }
 
+// Values returns the secret values, for a redactor of another kind (the
+// provider's errors) to hide them too.
+func (r *Redactor) Values() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, len(r.secrets))
+	for i, s := range r.secrets {
+		out[i] = s.value
+	}
+	return out
+}
+
 // Redact returns s with every secret value replaced.
 func (r *Redactor) Redact(s string) string {
 	if r == nil || r.r == nil {
