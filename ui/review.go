@@ -52,7 +52,12 @@ type recorded struct {
 
 func (s *Server) handleReview(w http.ResponseWriter, r *http.Request) {
 	var req reviewRequest
-	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	const limit = 64 << 10
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err == nil && len(body) > limit {
+		s.fail(w, r, refuse(http.StatusRequestEntityTooLarge, "the review request is over %d KiB; a note that long is not one", limit>>10))
+		return
+	}
 	if err == nil {
 		err = json.Unmarshal(body, &req)
 	}

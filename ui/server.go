@@ -206,7 +206,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "assets")
-	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	files := http.StripPrefix("/assets/", http.FileServerFS(static))
+	mux.HandleFunc("GET /assets/{name}", func(w http.ResponseWriter, r *http.Request) {
+		// The page's files, one by one: no listing, and not the page's
+		// template, which only the server renders.
+		if name := r.PathValue("name"); name == "page.html" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("GET /{$}", s.handlePage)
 	mux.HandleFunc("GET /runs/{run}", s.handlePage)
 	mux.HandleFunc("GET /runs/{run}/graph", s.handleGraph)

@@ -106,6 +106,11 @@ func TestPageAndAPI(t *testing.T) {
 			require.NotContains(t, body, attr, "the page loads nothing from outside its server")
 		}
 		require.Contains(t, page.Header().Get("Content-Security-Policy"), "default-src 'none'")
+		// The page's files are served one by one: no listing, no template.
+		require.Equal(t, http.StatusOK, do(t, h, "GET", "/assets/app.js", nil, nil).Code)
+		for _, path := range []string{"/assets/", "/assets/page.html"} {
+			require.Equal(t, http.StatusNotFound, do(t, h, "GET", path, nil, nil).Code, path)
+		}
 
 		var snap struct {
 			Status      string `json:"status"`
@@ -218,6 +223,10 @@ func TestReviewRecordedAsCLI(t *testing.T) {
 	require.Equal(t, exitOK, code, "review: stdout:\n%s\nstderr:\n%s", out, errOut)
 	require.Equal(t, map[string]string{"T1": `{"action":"skip"}`}, recordedAnswers(t, dbURL, fromPage))
 	require.Equal(t, recordedAnswers(t, dbURL, fromCLI), recordedAnswers(t, dbURL, fromPage))
+
+	// A body past the limit is refused as too large, not as bad JSON.
+	big := do(t, h, "POST", "/api/runs/"+fromPage+"/review", strings.NewReader(`{"task":"T1","action":"retry","note":"`+strings.Repeat("x", 70<<10)+`"}`), pageHeader(csrf))
+	require.Equal(t, http.StatusRequestEntityTooLarge, big.Code, big.Body.String())
 
 	// Both pages show the decision until a resume acts on it.
 	for _, runID := range []string{fromPage, fromCLI} {
