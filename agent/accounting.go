@@ -40,6 +40,12 @@ func (u *Usage) Add(o Usage) {
 	u.Unreported = u.Unreported || o.Unreported
 }
 
+// LLM returns u as llm.Usage (without the count of calls).
+func (u Usage) LLM() llm.Usage {
+	return llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Estimated: u.Estimated, Unreported: u.Unreported}
+}
+
 // Sub returns u minus o: what was used since o was read. Estimated and
 // Unreported stay u's.
 func (u Usage) Sub(o Usage) Usage {

@@ -14,6 +14,8 @@ import (
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/graph/checkpoint"
+	"github.com/taskloom/taskloom/llm"
+	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/store"
 )
 
@@ -232,6 +234,38 @@ func (s *Store) Conversations(ctx context.Context, runID, taskID string) ([]stri
 		out[i] = k.id
 	}
 	return out, nil
+}
+
+// UnendedUsage is what the attempts of st that have not ended used so far.
+// Such an attempt (its worker still talks, or its process was killed) has
+// no record in st yet, but its conversations are stored as they go.
+func (s *Store) UnendedUsage(ctx context.Context, runID string, st State) (llm.Usage, error) {
+	var total llm.Usage
+	for _, t := range st.Tasks.Values() {
+		if t.Status != planner.StatusInProgress {
+			continue
+		}
+		n := CurrentAttempt(st, t.ID)
+		if _, ended := st.Attempts.Get(attemptKey(t.ID, n)); ended {
+			continue
+		}
+		ids, err := s.Conversations(ctx, runID, t.ID)
+		if err != nil {
+			return total, err
+		}
+		h := s.Histories(runID)
+		for _, id := range ids {
+			if _, attempt, _, err := ParseConversationID(runID, id); err != nil || attempt != n {
+				continue
+			}
+			rec, err := h.Load(ctx, id)
+			if err != nil {
+				return total, err
+			}
+			total = total.Add(rec.Meta.TreeUsage().LLM())
+		}
+	}
+	return total, nil
 }
 
 // ParseConversationID splits a conversation ID of run runID, as

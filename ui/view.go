@@ -115,11 +115,15 @@ func (s *Server) load(ctx context.Context, runID string) (*snapshot, error) {
 	var meta runMeta
 	_ = json.Unmarshal(run.Meta, &meta) // a run without meta shows no model
 	st := res.State
+	unended, err := s.store.UnendedUsage(ctx, runID, st)
+	if err != nil {
+		return nil, err
+	}
 	snap := &snapshot{
 		RunID: run.ID, Status: run.Status, TargetBranch: st.Branch.Get(), Product: run.ProductPath, Repo: run.Repo,
 		Model: meta.Model, Step: res.Step, Milestones: nonNil(st.Milestones.Get()),
 		Summary: scheduler.Summarize(st.Tasks.Values()), Workers: nodes.Workers(res),
-		Escalations: []escalationView{}, Usage: nodes.NewUsageReport(nodes.RunUsage(st), meta.Model),
+		Escalations: []escalationView{}, Usage: nodes.NewUsageReport(nodes.RunUsage(st).Add(unended), meta.Model),
 		Resume: s.resumeCommand(run.ID), state: st, result: res, recorded: recorded,
 	}
 	if s.workers != nil {
@@ -325,9 +329,8 @@ func (s *Server) conversations(ctx context.Context, runID, taskID string) (map[i
 		if err != nil {
 			return nil, nil, err
 		}
-		u := rec.Meta.Usage // its own: a subtask is a conversation of the attempt too
-		used[attempt] = used[attempt].Add(llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-			CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens, CostUSD: u.CostUSD, Estimated: u.Estimated})
+		// The roots are listed: their finished subtasks are counted in.
+		used[attempt] = used[attempt].Add(rec.Meta.TreeUsage().LLM())
 		cv := conversationView{ID: id, Messages: []message{}}
 		for _, m := range rec.UI {
 			msg := message{Type: m.Type, Kind: m.Say + m.Ask, Text: cut(m.Text, convText)}

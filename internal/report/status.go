@@ -13,6 +13,7 @@ import (
 	"github.com/taskloom/taskloom/graph"
 	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/session"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/scheduler"
@@ -82,6 +83,16 @@ func RunStatus(ctx context.Context, s *session.Session, id string) (Status, erro
 	}
 	run.Status = liveStatus(run, threads, time.Now())
 	st := NewStatus(run, head)
+	// What the attempts under way used so far counts too: an agent can
+	// talk for half an hour before its attempt is recorded.
+	unended, err := s.Store.UnendedUsage(ctx, run.ID, head.State)
+	if err != nil {
+		return st, err
+	}
+	if unended != (llm.Usage{}) {
+		meta, _ := session.ParseMeta(run)
+		st.Usage = nodes.NewUsageReport(nodes.RunUsage(head.State).Add(unended), meta.Model)
+	}
 	// Attempts on the queue are held by workers, here or elsewhere, which
 	// say what they are doing in the database.
 	if err := s.MarkWorkers(ctx, run.ID, st.Workers); err != nil {

@@ -13,7 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/llm"
+	"github.com/taskloom/taskloom/planner"
+	"github.com/taskloom/taskloom/store/storetest"
+	"github.com/taskloom/taskloom/verify"
 )
 
 // Rate limits cost the worker none of worker.timeout: the waits, and the
@@ -50,4 +54,30 @@ func TestProviderWaitsDoNotUseTheWorkerTimeout(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the worker's own time never ran out")
 	}
+}
+
+// An attempt under way has no record yet; what its conversations used so
+// far is counted from the store, once its record exists from the record.
+func TestUnendedUsage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := NewStore(storetest.NewMemory(t))
+	require.NoError(t, err)
+	const run = "r1"
+	for _, id := range []string{run + "/T1/2", run + "/T2/1"} {
+		require.NoError(t, st.Histories(run).Save(ctx, &agent.Record{Meta: agent.Metadata{ID: id, RootID: id, Mode: "code",
+			Usage: agent.Usage{InputTokens: 100, OutputTokens: 10}, SubtaskUsage: agent.Usage{InputTokens: 5}}}))
+	}
+	var s State
+	s.Tasks.Put("T1", planner.Task{ID: "T1", Status: planner.StatusInProgress, Attempts: 1})
+	s.Tasks.Put("T2", planner.Task{ID: "T2", Status: planner.StatusCompleted})
+	s.Attempts.Put("T1/1", Attempt{TaskID: "T1", Attempt: 1, Error: "failed", InputTokens: 50})
+	u, err := st.UnendedUsage(ctx, run, s)
+	require.NoError(t, err)
+	require.Equal(t, llm.Usage{InputTokens: 105, OutputTokens: 10}, u, "T1's attempt 2 with its finished subtasks; T2 has ended")
+
+	s.Attempts.Put("T1/2", Attempt{TaskID: "T1", Attempt: 2, Verified: true, Tests: &verify.Verdict{Passed: true}, InputTokens: 105})
+	u, err = st.UnendedUsage(ctx, run, s)
+	require.NoError(t, err)
+	require.Zero(t, u, "recorded: counted from its record, not twice")
 }
