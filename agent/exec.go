@@ -199,7 +199,11 @@ func (c *conv) readFile(abs, rel string, a args) callOutcome {
 	if isBinary(data) {
 		return toolError("read_file: %s looks like a binary file (%d bytes)", rel, len(data))
 	}
-	lines := strings.Split(string(data), "\n")
+	creds, err := c.credentials()
+	if err != nil {
+		return toolError("read_file: %v", err)
+	}
+	lines := strings.Split(creds.Redact(string(data)), "\n")
 	if len(lines) > 0 && lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
 	}
@@ -321,6 +325,10 @@ func (c *conv) searchFiles(abs, rel string, a args) callOutcome {
 	if !st.IsDir() {
 		return toolError("search_files: %s is a file; give its folder", rel)
 	}
+	creds, err := c.credentials()
+	if err != nil {
+		return toolError("search_files: %v", err)
+	}
 	var hits []string
 	truncated := false
 	_ = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
@@ -349,7 +357,7 @@ func (c *conv) searchFiles(abs, rel string, a args) callOutcome {
 		if err != nil || isBinary(data) {
 			return nil
 		}
-		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc := bufio.NewScanner(strings.NewReader(creds.Redact(string(data))))
 		sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 		line := 0
 		for sc.Scan() {
@@ -620,19 +628,33 @@ func (c *conv) confinement() (proc.Confinement, error) {
 	return confine(c.root)
 }
 
-// redact hides secret values in a tool's result before the model, the
-// history or the store sees it, whichever tool read them: a file the
-// worker read (a .env copied into the worktree), a line it searched for,
-// an MCP server's answer. A command's output was redacted as it was read;
-// this catches the rest.
-func (c *conv) redact(out callOutcome) callOutcome {
-	if !c.redactorSet {
+// credentials returns what is hidden from the files this conversation
+// reads: the credentials among the values the worktree's sandbox keeps
+// from commands, and the provider keys (see proc.Redactor.Credentials).
+func (c *conv) credentials() (*proc.Redactor, error) {
+	if c.creds == nil {
 		cf, err := c.confinement()
 		if err != nil {
-			return toolError("the result was withheld: what to redact from it is unknown: %v", err)
+			return nil, fmt.Errorf("what to redact is unknown: %w", err)
 		}
-		c.redactor, c.redactorSet = cf.Redactor, true
+		c.creds = cf.Redactor.Credentials()
 	}
-	out.content = c.redactor.Redact(out.content)
+	return c.creds, nil
+}
+
+// redact hides credentials in a tool's result before the model, the
+// history or the store sees it, whatever tool produced it (an MCP
+// server's answer, say). read_file and search_files hide them in what
+// they read, before they number and cut it; a command's output has every
+// secret value hidden as it is read.
+func (c *conv) redact(out callOutcome) callOutcome {
+	creds, err := c.credentials()
+	if err != nil {
+		// What the call did stands (its ending too); only its result
+		// is withheld.
+		out.content, out.isError = "Error: the result was withheld: "+err.Error(), true
+		return out
+	}
+	out.content = creds.Redact(out.content)
 	return out
 }

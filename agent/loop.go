@@ -35,10 +35,9 @@ type conv struct {
 	lastKey  string
 	repeats  int
 
-	// redactor hides secret values in tool results; set once, from the
+	// creds hides credentials in what the tools read; set once, from the
 	// worktree's confinement.
-	redactor    *proc.Redactor
-	redactorSet bool
+	creds *proc.Redactor
 }
 
 func (a *Agent) newConv(ctx context.Context, rec *Record, b *budget) (*conv, error) {

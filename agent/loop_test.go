@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -459,32 +460,52 @@ func TestCustomMode(t *testing.T) {
 	require.ErrorContains(t, err, "unknown group")
 }
 
-// Secrets in files reach neither the model nor the history: read_file and
-// search_files results are redacted as command output is.
+// Credentials in files reach neither the model nor the history: read_file
+// and search_files hide them in what they read, before numbering and
+// cutting it, a key of several lines too. Other values the sandbox keeps
+// from commands are left in the files, which the worker edits from what
+// it read.
 func TestSecretsRedactedFromFileTools(t *testing.T) {
 	t.Parallel()
+	const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n-----END PRIVATE KEY-----"
 	e := setup(t, `{"conversations": [{"match": ".", "replies": [
 	  {"tool_calls": [
 	    {"name": "read_file", "arguments": {"path": ".env"}},
-	    {"name": "search_files", "arguments": {"path": ".", "regex": "API_KEY"}}]},
+	    {"name": "search_files", "arguments": {"path": ".", "regex": "API_KEY|MII"}},
+	    {"name": "read_file", "arguments": {"path": "key.pem"}},
+	    {"name": "read_file", "arguments": {"path": "long.txt"}}]},
 	  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "done"}}]}]}]}`,
-		&agent.Opts{ConfineFunc: func(string) (proc.Confinement, error) {
-			env := []string{"PATH=" + os.Getenv("PATH"), "TASKLOOM_TEST_API_KEY=sk-test-0123456789"}
+		&agent.Opts{OutputLimit: 120, ConfineFunc: func(string) (proc.Confinement, error) {
+			env := []string{"PATH=" + os.Getenv("PATH"), "TASKLOOM_TEST_API_KEY=sk-test-0123456789", "TLS_KEY=" + pem, "DEBIAN_FRONTEND=noninteractive"}
 			return proc.Confinement{Env: env, Redactor: proc.NewRedactor(env, []string{"PATH"})}, nil
 		}})
-	writeFile(t, filepath.Join(e.wt, ".env"), "TASKLOOM_TEST_API_KEY=sk-test-0123456789\nPORT=8080\n")
+	writeFile(t, filepath.Join(e.wt, ".env"), "TASKLOOM_TEST_API_KEY=sk-test-0123456789\nDEBIAN_FRONTEND=noninteractive\n")
+	writeFile(t, filepath.Join(e.wt, "key.pem"), pem+"\n")
+	writeFile(t, filepath.Join(e.wt, "long.txt"), strings.Repeat("x", 100)+"sk-test-0123456789\n")
 	res := e.run(t, "c1", "Look", "")
 	require.Equal(t, agent.ReasonCompleted, res.Reason, res.Detail)
 	rec := e.load(t, "c1")
-	for i := range 2 {
-		out := resultFor(t, rec, i).Content
-		require.NotContains(t, out, "sk-test-0123456789", "result %d", i)
-		require.Contains(t, out, "TASKLOOM_TEST_API_KEY=[REDACTED]", "result %d", i)
-	}
-	require.Contains(t, resultFor(t, rec, 0).Content, "PORT=8080", "the rest of the file is read")
+	require.Equal(t, "1 | TASKLOOM_TEST_API_KEY=[REDACTED]\n2 | DEBIAN_FRONTEND=noninteractive", resultFor(t, rec, 0).Content,
+		"a credential is hidden; the rest is the file as it is")
+	require.Contains(t, resultFor(t, rec, 1).Content, "TASKLOOM_TEST_API_KEY=[REDACTED]")
+	require.Equal(t, "1 | [REDACTED]", resultFor(t, rec, 2).Content, "a key of several lines")
+	require.NotContains(t, resultFor(t, rec, 3).Content, "sk-test", "hidden before the result is cut")
 	data, err := json.Marshal(rec)
 	require.NoError(t, err)
-	require.NotContains(t, string(data), "sk-test-0123456789", "the history, UI messages included")
+	for _, secret := range []string{"sk-test-0123456789", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"} {
+		require.NotContains(t, string(data), secret, "the history, UI messages included")
+	}
+}
+
+// A worktree whose confinement cannot be had withholds the results, but
+// what the calls did stands: a completion still ends the conversation.
+func TestResultsWithheldKeepTheEnding(t *testing.T) {
+	t.Parallel()
+	e := setup(t, `{"conversations": [{"match": ".", "replies": [
+	  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "done"}}]}]}]}`,
+		&agent.Opts{ConfineFunc: func(string) (proc.Confinement, error) { return proc.Confinement{}, errors.New("no sandbox here") }})
+	res := e.run(t, "c1", "Finish", "")
+	require.Equal(t, agent.ReasonCompleted, res.Reason, res.Detail)
 }
 
 // A reply is kept before its tools run: a process killed while a tool

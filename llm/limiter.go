@@ -71,6 +71,9 @@ func (l *Limiter) Wait(ctx context.Context) (time.Duration, string, error) {
 		if d <= 0 {
 			return waited, reason, nil
 		}
+		// The caller learns of the wait before it starts: one that keeps
+		// time (a worker's deadline) must not run out meanwhile.
+		tellCaller(ctx, WaitInfo{Reason: why, Wait: d, Shared: true})
 		if err := l.sleep(ctx, d); err != nil {
 			return waited, reason, err
 		}

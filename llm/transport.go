@@ -74,9 +74,10 @@ type WaitInfo struct {
 	// Lost is the time the failed request took before this wait: with
 	// Wait, the time the provider cost the caller.
 	Lost time.Duration
-	// Shared marks a limiter's wait for another request's 429, told after
-	// it ended to the waiting caller's own WaitFunc only (the request that
-	// got the 429 announced it): a caller that keeps time learns of it.
+	// Shared marks a limiter's wait (pacing, or another request's 429),
+	// told before it starts to the waiting caller's own WaitFunc only, for
+	// a caller that keeps time: a wait worth showing is reported apart,
+	// once it ended (pacing) or by the request that got the 429.
 	Shared bool
 }
 
@@ -171,8 +172,6 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			// after it ended, one 429 would read as two waits.
 			if waited >= minReportedPacing && why != KindRateLimit {
 				t.report(ctx, WaitInfo{Reason: why, Wait: waited})
-			} else if waited > 0 && why == KindRateLimit {
-				tellCaller(ctx, WaitInfo{Provider: t.opts.Provider, Reason: why, Wait: waited, Shared: true})
 			}
 		}
 		began := time.Now()

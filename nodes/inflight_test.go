@@ -56,6 +56,25 @@ func TestProviderWaitsDoNotUseTheWorkerTimeout(t *testing.T) {
 	}
 }
 
+// A worker held back by another worker's 429 (the shared limiter's pause)
+// loses none of its time either: the wait is told before it starts.
+func TestSharedRateLimitPauseDoesNotUseTheWorkerTimeout(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, `{}`) }))
+	t.Cleanup(srv.Close)
+	lim := llm.NewLimiter(0, nil)
+	client := &http.Client{Transport: llm.NewTransportWith(http.DefaultTransport, &llm.TransportOpts{Provider: llm.ProviderAnthropic, Limiter: lim})}
+	lim.Pause(800 * time.Millisecond) // another worker's 429
+	ctx, cancel := workerDeadline(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/messages", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	resp, err := client.Do(req)
+	require.NoError(t, err, "an 800ms pause against a 300ms worker timeout")
+	_ = resp.Body.Close()
+	require.NoError(t, ctx.Err())
+}
+
 // An attempt under way has no record yet; what its conversations used so
 // far is counted from the store, once its record exists from the record.
 func TestUnendedUsage(t *testing.T) {

@@ -662,6 +662,9 @@ func workerDeadline(ctx context.Context, d time.Duration) (context.Context, cont
 	deadline := time.Now().Add(d)
 	timer := time.AfterFunc(d, func() { cancel(errWorkerTimeout) })
 	ctx = llm.WithWaitFunc(ctx, func(w llm.WaitInfo) {
+		if w.Retry == 0 && !w.Shared {
+			return // a limiter's wait, shown once it ended: told before too, as Shared
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		deadline = deadline.Add(w.Wait + w.Lost)

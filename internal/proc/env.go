@@ -69,11 +69,18 @@ func NewRedactor(environ, allow []string, extra ...string) *Redactor {
 		add(name, v)
 	}
 	for _, v := range extra {
-		add("a provider key", v)
+		add(providerKey, v)
 	}
 	// Longer values first, so that a secret that contains another is
 	// replaced whole.
 	slices.SortStableFunc(r.secrets, func(a, b secret) int { return len(b.value) - len(a.value) })
+	r.build()
+	return r
+}
+
+const providerKey = "a provider key"
+
+func (r *Redactor) build() {
 	pairs := make([]string, 0, 2*len(r.secrets))
 	for _, s := range r.secrets {
 		pairs = append(pairs, s.value, "[REDACTED]")
@@ -81,7 +88,50 @@ func NewRedactor(environ, allow []string, extra ...string) *Redactor {
 	if len(pairs) > 0 {
 		r.r = strings.NewReplacer(pairs...)
 	}
-	return r
+}
+
+// Credentials returns a Redactor for the secrets of r that are credentials
+// by their name (…KEY, …TOKEN, …SECRET, …PASSWORD and the like) or their
+// value (a URL with a password, a private key), and the provider keys. It
+// is for the files a worker reads and then edits: hiding every value the
+// sandbox removes (DEBIAN_FRONTEND=noninteractive, NODE_ENV=production)
+// would show it files that are not what is on disk.
+func (r *Redactor) Credentials() *Redactor {
+	out := &Redactor{}
+	if r == nil {
+		return out
+	}
+	for _, s := range r.secrets {
+		if s.name == providerKey || credentialName(s.name) || credentialValue(s.value) {
+			out.secrets = append(out.secrets, s)
+		}
+	}
+	out.build()
+	return out
+}
+
+var credentialWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PWD", "CREDENTIAL", "AUTH",
+	"PRIVATE", "COOKIE", "SESSION", "DSN", "SIGNATURE", "SALT", "CERT"}
+
+func credentialName(name string) bool {
+	name = strings.ToUpper(name)
+	if name == "PWD" || name == "OLDPWD" {
+		return false // the shell's working folders
+	}
+	return slices.ContainsFunc(credentialWords, func(w string) bool { return strings.Contains(name, w) })
+}
+
+func credentialValue(v string) bool {
+	if strings.Contains(v, "-----BEGIN ") {
+		return true
+	}
+	// scheme://user:password@host
+	if _, rest, ok := strings.Cut(v, "://"); ok {
+		if userinfo, _, ok := strings.Cut(rest, "@"); ok && strings.Contains(userinfo, ":") && !strings.ContainsAny(userinfo, "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Values returns the secret values, for a redactor of another kind (the

@@ -171,3 +171,15 @@ func TestRedactorFind(t *testing.T) {
 	require.Equal(t, []string{"B_KEY"}, r.Find([]byte("x beta-secret-2 y /bin")))
 	require.Empty(t, r.Find([]byte("nothing here")))
 }
+
+// Credentials keeps the secrets that are credentials by name or value, and
+// the provider keys; the other values the sandbox removes are left alone.
+func TestRedactorCredentials(t *testing.T) {
+	t.Parallel()
+	env := []string{"GITHUB_TOKEN=ghp_0123456789abcdef", "DB_PASSWORD=hunter2hunter2", "DATABASE_URL=postgres://app:s3cretpw@db/app",
+		"DEBIAN_FRONTEND=noninteractive", "NODE_ENV=production", "PWD=/home/runner/work", "SERVICE_URL=https://example.com/api"}
+	r := proc.NewRedactor(env, nil, "sk-ant-provider-key").Credentials()
+	in := "ghp_0123456789abcdef hunter2hunter2 postgres://app:s3cretpw@db/app noninteractive production https://example.com/api sk-ant-provider-key"
+	require.Equal(t, "[REDACTED] [REDACTED] [REDACTED] noninteractive production https://example.com/api [REDACTED]", r.Redact(in))
+	require.Equal(t, "x", (*proc.Redactor)(nil).Credentials().Redact("x"))
+}

@@ -40,9 +40,9 @@ func LLMOpts(cfg config.Config, wait func(llm.WaitInfo)) *llm.Opts {
 		NoPromptCache:     !cfg.LLM.PromptCache,
 		APIKeyEnv:         cfg.LLM.APIKeyEnv,
 		WaitFunc:          wait,
-		// The values the sandbox keeps from workers are kept from the
-		// provider's error messages too, which may echo a request.
-		Secrets: proc.NewRedactor(os.Environ(), cfg.Sandbox.EnvAllow).Values(),
+		// The credentials the sandbox keeps from workers are kept from
+		// the provider's error messages too, which may echo a request.
+		Secrets: proc.NewRedactor(os.Environ(), cfg.Sandbox.EnvAllow).Credentials().Values(),
 	}
 }
 
