@@ -445,9 +445,13 @@ func TestStoppedInTheFirstStep(t *testing.T) {
 	t.Parallel()
 	forEachStoringSaver(t, func(t *testing.T, saver checkpoint.Saver) {
 		var calls atomic.Int32
+		// Ctrl-C comes while the first node runs (not after a fixed time,
+		// which a loaded machine may spend before the node starts).
+		ctx, cancel := context.WithCancel(context.Background())
 		g := graph.New[state]()
 		g.AddNode("plan", func(ctx context.Context, s state) (state, error) {
 			if calls.Add(1) == 1 {
+				cancel()
 				<-ctx.Done()
 				return state{}, ctx.Err()
 			}
@@ -459,8 +463,6 @@ func TestStoppedInTheFirstStep(t *testing.T) {
 		g.AddEdge("plan", graph.END)
 		run, err := g.Compile(&graph.CompileOpts{Saver: saver})
 		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(50*time.Millisecond, cancel)
 		_, err = run.Invoke(ctx, "first", state{}, nil)
 		require.Error(t, err)
 		res, err := run.Continue(context.Background(), "first", nil)
