@@ -207,14 +207,6 @@ func (c *conv) turn(ctx context.Context) (*ending, error) {
 		c.say(SayError, "The model answered without calling a tool.")
 		return nil, c.save(ctx)
 	}
-	// The reply, and its usage, are kept before its tools run: a process
-	// killed while one runs must not have the resumed conversation ask for
-	// the reply again (and pay for it twice) and run its tools again. The
-	// resumed conversation finds the calls without results and tells the
-	// model they were interrupted.
-	if err := c.save(ctx); err != nil {
-		return nil, err
-	}
 
 	c.rec.API = append(c.rec.API, APIMessage{Role: RoleUser, TS: c.now()})
 	resultsAt := len(c.rec.API) - 1

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/taskloom/taskloom/agent"
@@ -506,24 +505,4 @@ func TestResultsWithheldKeepTheEnding(t *testing.T) {
 		&agent.Opts{ConfineFunc: func(string) (proc.Confinement, error) { return proc.Confinement{}, errors.New("no sandbox here") }})
 	res := e.run(t, "c1", "Finish", "")
 	require.Equal(t, agent.ReasonCompleted, res.Reason, res.Detail)
-}
-
-// A reply is kept before its tools run: a process killed while a tool
-// runs leaves the reply and its usage in the history, so that the resumed
-// conversation neither asks for it again nor runs its tools twice.
-func TestReplyKeptBeforeItsToolsRun(t *testing.T) {
-	t.Parallel()
-	e := setup(t, `{"conversations": [{"match": ".", "replies": [
-	  {"tool_calls": [{"name": "execute_command", "arguments": {"command": "touch started; while [ ! -e go-on ]; do sleep 0.05; done"}}]},
-	  {"tool_calls": [{"name": "attempt_completion", "arguments": {"result": "done"}}]}]}]}`, nil)
-	done := make(chan *agent.Result, 1)
-	go func() { done <- e.run(t, "c1", "Work", "") }()
-	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(e.wt, "started")); return err == nil }, time.Minute, 20*time.Millisecond)
-	mid := e.load(t, "c1")
-	last := mid.API[len(mid.API)-1]
-	require.Equal(t, agent.RoleAssistant, last.Role, "the reply is stored while its tool runs")
-	require.Equal(t, agent.BlockToolUse, last.Content[len(last.Content)-1].Type)
-	require.Positive(t, mid.Meta.Usage.InputTokens+mid.Meta.Usage.OutputTokens, "and its usage")
-	writeFile(t, filepath.Join(e.wt, "go-on"), "")
-	require.Equal(t, agent.ReasonCompleted, (<-done).Reason)
 }

@@ -250,6 +250,9 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 		return err
 	}
 	project := repo.Project(ctx)
+	if err := ctx.Err(); err != nil {
+		return err // stopped while it looked: git's failure says nothing of the clone
+	}
 	if project == "" {
 		// Its runs' attempts go to their repository's queue, which a
 		// clone that cannot name it does not know.
