@@ -251,11 +251,10 @@ type thread[S any] struct {
 
 	// Buffers the steps reuse: the results of a step, the tasks of the
 	// step after it, and the scratch and context of a lone task.
-	results  []taskResult[S]
-	nextBuf  []taskSpec
-	loneSc   *scratch
-	loneCtx  context.Context
-	loneBase context.Context
+	results []taskResult[S]
+	nextBuf []taskSpec
+	loneSc  *scratch
+	loneCtx context.Context
 
 	pending   chan error // async durability: the write in flight
 	stopRenew func()
@@ -791,7 +790,9 @@ func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) (
 		return out, nil
 	}
 	from := n.name
-	out = append(out, n.next...)
+	if len(n.next) > 0 {
+		out = append(out, n.next...)
+	}
 	rt := n.router
 	if rt == nil {
 		return out, nil
@@ -857,6 +858,10 @@ func (t *thread[S]) loop(ctx context.Context, opts *RunOpts) (Result[S], error) 
 	if opts != nil && opts.StepLimit > 0 {
 		limit = opts.StepLimit
 	}
+	// Every step runs with ctx: the context of a task that runs alone in
+	// its step is made once here, not once a step.
+	t.loneSc = new(scratch)
+	t.loneCtx = context.WithValue(ctx, scratchKey{}, t.loneSc)
 	for steps := 0; ; steps++ {
 		if len(t.next) == 0 {
 			if err := t.flush(); err != nil {
@@ -888,6 +893,9 @@ func (t *thread[S]) loop(ctx context.Context, opts *RunOpts) (Result[S], error) 
 
 // step runs one super-step. stop reports an interrupt.
 func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
+	if len(t.next) == 1 && t.events == nil && t.r.saver == nil && t.doneUpdates == nil && t.interrupts == nil {
+		return t.stepLone(ctx)
+	}
 	r := t.r
 	step := t.head + 1
 	var start time.Time
@@ -898,9 +906,10 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 	results := t.stepResults(len(t.next))
 	var toRunBuf [4]int
 	toRun := toRunBuf[:0]
+	fresh := t.doneUpdates == nil && t.interrupts == nil // nothing of this step was recorded
 	for i := range t.next {
-		if t.doneUpdates == nil && t.interrupts == nil {
-			toRun = append(toRun, i) // nothing of this step was recorded
+		if fresh {
+			toRun = append(toRun, i)
 			continue
 		}
 		if enc, ok := t.doneUpdates[i]; ok {
@@ -933,58 +942,8 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 		}
 		wg.Wait()
 	}
-	// Errors first, then interrupts; the recorded results stay pending.
-	var errs []error
-	var interrupted []Interruption
-	for i := range results {
-		res := &results[i]
-		if res.err != nil {
-			errs = append(errs, res.err)
-			continue
-		}
-		for _, in := range res.interrupts {
-			// A question answered already, beside one still open, is
-			// not asked again.
-			if _, answered := t.resume[in.ID]; !answered {
-				interrupted = append(interrupted, in)
-			}
-		}
-	}
-	if r.saver != nil && !record {
-		// A lone task that interrupted: record its interrupts.
-		for i := range results {
-			if results[i].ran && len(results[i].interrupts) > 0 {
-				if err := t.recordInterrupts(ctx, step, i, results[i].interrupts); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-	}
-	if len(errs) > 0 {
-		err := errors.Join(errs...)
-		ev := Event{Kind: EventError, Step: step, Err: err}
-		var ne *NodeError
-		if len(errs) == 1 && errors.As(errs[0], &ne) {
-			ev.Node, ev.TaskID = ne.Node, ne.TaskID
-		}
-		t.emit(ev)
+	if stop, err := t.stopAt(ctx, step, results, record); stop {
 		return true, err
-	}
-	if len(interrupted) > 0 {
-		t.interrupts = map[int][]Interruption{}
-		t.doneUpdates = map[int][]byte{}
-		for i := range results {
-			if len(results[i].interrupts) > 0 {
-				t.interrupts[i] = results[i].interrupts
-			} else if results[i].encoded != nil {
-				t.doneUpdates[i] = results[i].encoded
-			}
-		}
-		t.emit(Event{Kind: EventInterrupt, Step: step, Interrupts: interrupted})
-		if r.saver == nil {
-			return true, nil
-		}
-		return true, nil
 	}
 	// Merge in task order, then route in task order.
 	for i := range results {
@@ -995,26 +954,9 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 			return true, &checkpoint.DecodeError{ThreadID: t.id, Step: step, Err: fmt.Errorf("pending result of task %s: %w", t.next[i].Node, err)}
 		}
 	}
-	// next is built in the spare buffer: t.next stays readable meanwhile.
-	next := t.nextBuf[:0]
-	for i := range t.next {
-		ts := &t.next[i]
-		n := len(next)
-		if next, err = t.routeFrom(ctx, t.nodeOf(ts), next); err != nil {
-			t.emit(Event{Kind: EventError, Step: step, Node: ts.Node, Err: err})
-			return true, err
-		}
-		if n == 0 && len(next) <= 1 {
-			continue // the only task so far: nothing to merge it with
-		}
-		// A node reached by several edges runs once; sends all run.
-		kept := next[:n]
-		for _, s := range next[n:] {
-			if s.send || !slices.ContainsFunc(kept, func(k taskSpec) bool { return !k.send && k.Node == s.Node }) {
-				kept = append(kept, s)
-			}
-		}
-		next = kept
+	next, err := t.routeNext(ctx, step)
+	if err != nil {
+		return true, err
 	}
 	if r.saver != nil {
 		writers := make([]string, len(t.next))
@@ -1039,25 +981,170 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 			return true, err
 		}
 	}
-	t.head = step
-	t.next, t.nextBuf = next, t.next[:0]
-	t.doneUpdates, t.interrupts, t.resume = nil, nil, nil
+	t.advance(step, next)
 	if t.events != nil {
 		t.emit(Event{Kind: EventStepEnd, Step: step, Duration: r.clock.Now().Sub(start)})
 	}
 	return false, nil
 }
 
-// stepResults returns a zeroed results slice of length n, reusing the
-// thread's buffer. Zeroing it here, not after the step, also lets go of
-// the last step's updates, once: the steps follow each other at once, and
-// the thread goes when its call returns.
+// stepLone is step for the shape most steps of a loop have: one task, of
+// which nothing was recorded, run without a saver or events. The outcome
+// is step's; only the path of a task that succeeds is its own, in a
+// function small enough for the compiler to keep its values in
+// registers, which saves a fair part of the runtime's cost per step.
+func (t *thread[S]) stepLone(ctx context.Context) (bool, error) {
+	step := t.head + 1
+	results := t.stepResults(1)
+	res := &results[0]
+	ts := &t.next[0]
+	n := t.nodeOf(ts)
+	if n != nil && n.opts.Retry == nil && ts.live == nil && ts.Input == nil {
+		// runTask's one attempt, for a task without input or retries.
+		sc := t.loneScratch(step, ts.Node, n.id0)
+		err := callNode(t.loneCtx, n, &t.state, nil, &res.update)
+		res.ran = true
+		switch {
+		case len(sc.raised) > 0:
+			res.interrupts = sc.raised
+		case err != nil:
+			res.err = &NodeError{Node: ts.Node, TaskID: n.id0, Step: step, Err: err}
+		default:
+			res.live = true
+		}
+	} else {
+		t.runTask(ctx, step, 0, res, false, true)
+	}
+	if res.err != nil || len(res.interrupts) > 0 {
+		return t.stopAt(ctx, step, results, false)
+	}
+	t.r.sc.merge(&t.state, &res.update)
+	next, err := t.routeFrom(ctx, n, t.nextBuf[:0])
+	if err != nil {
+		return true, err
+	}
+	if len(next) > 1 {
+		next = dedupe(next, 0)
+	}
+	t.advance(step, next)
+	return false, nil
+}
+
+// stopAt reports whether the step's results stop the run, and why: the
+// errors first, then the interrupts; the recorded results stay pending.
+// record says that each task recorded its result as it finished.
+func (t *thread[S]) stopAt(ctx context.Context, step int64, results []taskResult[S], record bool) (bool, error) {
+	var errs []error
+	var interrupted []Interruption
+	for i := range results {
+		res := &results[i]
+		if res.err != nil {
+			errs = append(errs, res.err)
+			continue
+		}
+		for _, in := range res.interrupts {
+			// A question answered already, beside one still open, is
+			// not asked again.
+			if _, answered := t.resume[in.ID]; !answered {
+				interrupted = append(interrupted, in)
+			}
+		}
+	}
+	if t.r.saver != nil && !record {
+		// A lone task that interrupted: record its interrupts.
+		for i := range results {
+			if results[i].ran && len(results[i].interrupts) > 0 {
+				if err := t.recordInterrupts(ctx, step, i, results[i].interrupts); err != nil {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		err := errors.Join(errs...)
+		ev := Event{Kind: EventError, Step: step, Err: err}
+		var ne *NodeError
+		if len(errs) == 1 && errors.As(errs[0], &ne) {
+			ev.Node, ev.TaskID = ne.Node, ne.TaskID
+		}
+		t.emit(ev)
+		return true, err
+	}
+	if len(interrupted) == 0 {
+		return false, nil
+	}
+	t.interrupts = map[int][]Interruption{}
+	t.doneUpdates = map[int][]byte{}
+	for i := range results {
+		if len(results[i].interrupts) > 0 {
+			t.interrupts[i] = results[i].interrupts
+		} else if results[i].encoded != nil {
+			t.doneUpdates[i] = results[i].encoded
+		}
+	}
+	t.emit(Event{Kind: EventInterrupt, Step: step, Interrupts: interrupted})
+	return true, nil
+}
+
+// routeNext returns the tasks of the step after step, routed from its
+// tasks in task order on the merged state.
+func (t *thread[S]) routeNext(ctx context.Context, step int64) ([]taskSpec, error) {
+	// next is built in the spare buffer: t.next stays readable meanwhile.
+	next := t.nextBuf[:0]
+	for i := range t.next {
+		ts := &t.next[i]
+		n := len(next)
+		var err error
+		if next, err = t.routeFrom(ctx, t.nodeOf(ts), next); err != nil {
+			t.emit(Event{Kind: EventError, Step: step, Node: ts.Node, Err: err})
+			return nil, err
+		}
+		if n == 0 && len(next) <= 1 {
+			continue // the only task so far: nothing to merge it with
+		}
+		next = dedupe(next, n)
+	}
+	return next, nil
+}
+
+// dedupe drops from next[from:] each edge task whose node an edge task
+// before it already runs: a node reached by several edges runs once;
+// sends all run.
+func dedupe(next []taskSpec, from int) []taskSpec {
+	kept := next[:from]
+	for _, s := range next[from:] {
+		if s.send || !slices.ContainsFunc(kept, func(k taskSpec) bool { return !k.send && k.Node == s.Node }) {
+			kept = append(kept, s)
+		}
+	}
+	return kept
+}
+
+// advance makes step the thread's head and next its tasks.
+func (t *thread[S]) advance(step int64, next []taskSpec) {
+	t.head = step
+	t.next, t.nextBuf = next, t.next[:0]
+	t.doneUpdates, t.interrupts, t.resume = nil, nil, nil
+}
+
+// stepResults returns a results slice of length n, reusing the thread's
+// buffer. Its updates are left as the last step wrote them: a task that
+// runs writes its update whole, and a result restored or left interrupted
+// is assigned whole, so only the rest is reset. A state can be large, and
+// clearing it every step costs a write barrier for each of its pointers
+// while the collector runs.
 func (t *thread[S]) stepResults(n int) []taskResult[S] {
 	if cap(t.results) < n {
 		t.results = make([]taskResult[S], n)
 	}
 	t.results = t.results[:n]
-	clear(t.results)
+	for i := range t.results {
+		res := &t.results[i]
+		if res.encoded != nil || res.interrupts != nil || res.err != nil {
+			res.encoded, res.interrupts, res.err = nil, nil, nil
+		}
+		res.live, res.ran = false, false
+	}
 	return t.results
 }
 
@@ -1138,16 +1225,24 @@ func (t *thread[S]) taskContext(ctx context.Context, lone bool, step int64, node
 		sc := &scratch{step: step, node: node, taskID: taskID, resume: t.resume}
 		return context.WithValue(ctx, scratchKey{}, sc), sc
 	}
-	if t.loneSc == nil {
-		t.loneSc = new(scratch)
-	}
-	if t.loneBase != ctx {
-		t.loneBase, t.loneCtx = ctx, context.WithValue(ctx, scratchKey{}, t.loneSc)
-	}
+	return t.loneCtx, t.loneScratch(step, node, taskID)
+}
+
+// loneScratch readies the thread's scratch for a task that runs alone in
+// its step.
+func (t *thread[S]) loneScratch(step int64, node, taskID string) *scratch {
 	sc := t.loneSc
-	sc.step, sc.node, sc.taskID, sc.resume = step, node, taskID, t.resume
-	sc.next, sc.raised, sc.answers = 0, nil, 0
-	return t.loneCtx, sc
+	sc.step, sc.node, sc.taskID = step, node, taskID
+	// Pointers are written only when they change: each write costs a
+	// write barrier while the collector runs, and this is every step.
+	if sc.resume != nil || t.resume != nil {
+		sc.resume = t.resume
+	}
+	if sc.raised != nil {
+		sc.raised = nil
+	}
+	sc.next, sc.answers = 0, 0
+	return sc
 }
 
 // runTask runs one task with its retry policy and fills res. lone says
