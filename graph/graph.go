@@ -79,7 +79,9 @@ type router[S any] struct {
 	route   RouterFunc[S]
 	fanOut  FanOutFunc[S]
 	targets []string
-	nodes   []*node[S] // by target; nil for END
+	// by target, the task each target runs (END's is empty): a step
+	// borrows these, read-only, as the tasks that follow it
+	specs []taskSpec
 }
 
 // taskInput is a Send's input: live, or decoded later from JSON.
@@ -268,9 +270,11 @@ func (g *Graph[S]) link() {
 				}
 			}
 			if rt := g.routers[n.name]; rt != nil {
-				rt.nodes = make([]*node[S], len(rt.targets))
+				rt.specs = make([]taskSpec, len(rt.targets))
 				for i, to := range rt.targets {
-					rt.nodes[i] = g.nodes[to]
+					if to != END {
+						rt.specs[i] = taskSpec{Node: to, node: g.nodes[to]}
+					}
 				}
 				n.router = rt
 			}

@@ -55,6 +55,25 @@ func TestLoneStepsMatchTheGeneralPath(t *testing.T) {
 			g.AddRouter("a", func(context.Context, state) (string, error) { return "b", nil }, "b")
 			g.AddEdge("b", graph.END)
 		}},
+		{name: "static fan-out and join, looped", build: func(g *graph.Graph[state]) {
+			// a's two edges are a list the graph holds, which a lone step
+			// borrows; the steps of b and c, and of d, build theirs in
+			// the thread's buffers, which must never be a's list.
+			for _, name := range []string{"a", "b", "c", "d"} {
+				g.AddNode(name, logged(name), nil)
+			}
+			g.AddEdge(graph.START, "a")
+			g.AddEdge("a", "b")
+			g.AddEdge("a", "c")
+			g.AddEdge("b", "d")
+			g.AddEdge("c", "d")
+			g.AddRouter("d", func(_ context.Context, s state) (string, error) {
+				if s.Count.Get() < 12 {
+					return "a", nil
+				}
+				return graph.END, nil
+			}, "a", graph.END)
+		}},
 		{name: "node error", build: func(g *graph.Graph[state]) {
 			g.AddNode("a", logged("a"), nil)
 			g.AddNode("bad", func(context.Context, state) (state, error) { return state{}, failed }, nil)
@@ -131,6 +150,12 @@ func TestLoneStepsMatchTheGeneralPath(t *testing.T) {
 					require.Empty(t, c.errText)
 				}
 				got[i] = o
+				if c.errText == "" {
+					// A second run of the same graph goes as the first.
+					again, err := run.Invoke(context.Background(), "again", state{}, opts)
+					require.NoError(t, err)
+					require.Equal(t, res.State.Log.Items(), again.State.Log.Items())
+				}
 			}
 			require.Equal(t, got[1], got[0], "without events as with them")
 		})

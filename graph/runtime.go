@@ -249,12 +249,15 @@ type thread[S any] struct {
 	sinceSnapshot int
 	snapshotSize  int
 
-	// Buffers the steps reuse: the results of a step, the tasks of the
-	// step after it, and the scratch and context of a lone task.
-	results []taskResult[S]
-	nextBuf []taskSpec
-	loneSc  *scratch
-	loneCtx context.Context
+	// Buffers the steps reuse: the results of a step, two for the tasks
+	// of a step (one holds next, nextIn says which, -1 for neither: next
+	// is then the graph's own list, not to be written, or one decoded),
+	// and the scratch and context of a lone task.
+	results  []taskResult[S]
+	nextBufs [2][]taskSpec
+	nextIn   int
+	loneSc   *scratch
+	loneCtx  context.Context
 
 	pending   chan error // async durability: the write in flight
 	stopRenew func()
@@ -283,7 +286,7 @@ func (t *thread[S]) emit(e Event) {
 // lease is lost while the thread runs, lost (if not nil) is called with a
 // *LeaseLostError: it cancels the run's context.
 func (r *Runnable[S]) open(ctx context.Context, id string, opts *RunOpts, lost context.CancelCauseFunc) (*thread[S], error) {
-	t := &thread[S]{r: r, id: id, head: -1}
+	t := &thread[S]{r: r, id: id, head: -1, nextIn: -1}
 	if opts != nil {
 		t.events = opts.EventFunc
 	}
@@ -785,39 +788,74 @@ func (t *thread[S]) route(ctx context.Context, from string, out []taskSpec) ([]t
 
 // routeFrom is route from a node (nil: one the graph does not have, which
 // nothing follows).
-func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) (_ []taskSpec, err error) {
+func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) ([]taskSpec, error) {
 	if n == nil {
 		return out, nil
 	}
-	from := n.name
 	if len(n.next) > 0 {
 		out = append(out, n.next...)
 	}
 	rt := n.router
-	if rt == nil {
+	switch {
+	case rt == nil:
 		return out, nil
-	}
-	// A router is the user's code, as a node is: its panic is the step's
-	// error, not the caller's, and the thread is let go as after any error.
-	defer func() {
-		if p := recover(); p != nil {
-			err = &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router: %w", &PanicError{Value: p, Stack: debug.Stack()})}
-		}
-	}()
-	if rt.route != nil {
-		to, err := rt.route(ctx, t.state)
+	case rt.route != nil:
+		i, err := t.callRouter(ctx, n)
 		if err != nil {
-			return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router: %w", err)}
+			return nil, err
 		}
-		i := slices.Index(rt.targets, to)
-		if i < 0 {
-			return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router returned %q, which is not among its targets %v", to, rt.targets)}
-		}
-		if to != END {
-			out = append(out, taskSpec{Node: to, node: rt.nodes[i]})
+		if rt.targets[i] != END {
+			out = append(out, rt.specs[i])
 		}
 		return out, nil
 	}
+	return t.callFanOut(ctx, n, out)
+}
+
+// routeLone routes from n, the lone task of a step, on the merged state.
+// Where what follows is a task list the graph holds (n's static edges, or
+// the target its router chose), it returns that list itself, for reading
+// only, and buf -1; else it builds the list in spare buffer buf.
+func (t *thread[S]) routeLone(ctx context.Context, n *node[S]) (next []taskSpec, buf int, err error) {
+	rt := n.router
+	switch {
+	case rt == nil:
+		// AddEdge refuses an edge twice: nothing to merge.
+		return n.next, -1, nil
+	case rt.route != nil && len(n.next) == 0:
+		i, err := t.callRouter(ctx, n)
+		if err != nil || rt.targets[i] == END {
+			return nil, -1, err
+		}
+		return rt.specs[i : i+1 : i+1], -1, nil
+	}
+	buf, out := t.spare()
+	if next, err = t.routeFrom(ctx, n, out); err == nil && len(next) > 1 {
+		next = dedupe(next, 0)
+	}
+	return next, buf, err
+}
+
+// callRouter runs n's router and returns the index of the target it chose.
+func (t *thread[S]) callRouter(ctx context.Context, n *node[S]) (_ int, err error) {
+	defer t.recoverRouter(n.name, &err)
+	rt := n.router
+	to, err := rt.route(ctx, t.state)
+	if err != nil {
+		return 0, &NodeError{Node: n.name, Step: t.head + 1, Err: fmt.Errorf("router: %w", err)}
+	}
+	i := slices.Index(rt.targets, to)
+	if i < 0 {
+		return 0, &NodeError{Node: n.name, Step: t.head + 1, Err: fmt.Errorf("router returned %q, which is not among its targets %v", to, rt.targets)}
+	}
+	return i, nil
+}
+
+// callFanOut runs n's fan-out and appends the tasks it sends to out.
+func (t *thread[S]) callFanOut(ctx context.Context, n *node[S], out []taskSpec) (_ []taskSpec, err error) {
+	defer t.recoverRouter(n.name, &err)
+	rt := n.router
+	from := n.name
 	sends, err := rt.fanOut(ctx, t.state)
 	if err != nil {
 		return nil, &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("fan-out: %w", err)}
@@ -830,7 +868,7 @@ func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) (
 		if s.Node == END {
 			continue
 		}
-		ts := taskSpec{Node: s.Node, send: true, live: s.Input, node: rt.nodes[i]}
+		ts := taskSpec{Node: s.Node, send: true, live: s.Input, node: rt.specs[i].node}
 		if s.Input != nil {
 			if t.r.saver != nil {
 				if ts.Input, err = json.Marshal(s.Input); err != nil {
@@ -841,6 +879,16 @@ func (t *thread[S]) routeFrom(ctx context.Context, n *node[S], out []taskSpec) (
 		out = append(out, ts)
 	}
 	return out, nil
+}
+
+// recoverRouter, deferred, turns a panic of the router or fan-out of node
+// from into its error: a router is the user's code, as a node is, so its
+// panic is the step's error, not the caller's, and the thread is let go
+// as after any error.
+func (t *thread[S]) recoverRouter(from string, err *error) {
+	if p := recover(); p != nil {
+		*err = &NodeError{Node: from, Step: t.head + 1, Err: fmt.Errorf("router: %w", &PanicError{Value: p, Stack: debug.Stack()})}
+	}
 }
 
 // taskResult is the outcome of one task of a super-step.
@@ -954,7 +1002,7 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 			return true, &checkpoint.DecodeError{ThreadID: t.id, Step: step, Err: fmt.Errorf("pending result of task %s: %w", t.next[i].Node, err)}
 		}
 	}
-	next, err := t.routeNext(ctx, step)
+	next, buf, err := t.routeNext(ctx, step)
 	if err != nil {
 		return true, err
 	}
@@ -981,7 +1029,7 @@ func (t *thread[S]) step(ctx context.Context) (stop bool, err error) {
 			return true, err
 		}
 	}
-	t.advance(step, next)
+	t.advance(step, next, buf)
 	if t.events != nil {
 		t.emit(Event{Kind: EventStepEnd, Step: step, Duration: r.clock.Now().Sub(start)})
 	}
@@ -1019,14 +1067,11 @@ func (t *thread[S]) stepLone(ctx context.Context) (bool, error) {
 		return t.stopAt(ctx, step, results, false)
 	}
 	t.r.sc.merge(&t.state, &res.update)
-	next, err := t.routeFrom(ctx, n, t.nextBuf[:0])
+	next, buf, err := t.routeLone(ctx, n)
 	if err != nil {
 		return true, err
 	}
-	if len(next) > 1 {
-		next = dedupe(next, 0)
-	}
-	t.advance(step, next)
+	t.advance(step, next, buf)
 	return false, nil
 }
 
@@ -1088,23 +1133,22 @@ func (t *thread[S]) stopAt(ctx context.Context, step int64, results []taskResult
 
 // routeNext returns the tasks of the step after step, routed from its
 // tasks in task order on the merged state.
-func (t *thread[S]) routeNext(ctx context.Context, step int64) ([]taskSpec, error) {
-	// next is built in the spare buffer: t.next stays readable meanwhile.
-	next := t.nextBuf[:0]
+func (t *thread[S]) routeNext(ctx context.Context, step int64) (_ []taskSpec, buf int, err error) {
+	// next is built in a spare buffer: t.next stays readable meanwhile.
+	buf, next := t.spare()
 	for i := range t.next {
 		ts := &t.next[i]
 		n := len(next)
-		var err error
 		if next, err = t.routeFrom(ctx, t.nodeOf(ts), next); err != nil {
 			t.emit(Event{Kind: EventError, Step: step, Node: ts.Node, Err: err})
-			return nil, err
+			return nil, -1, err
 		}
 		if n == 0 && len(next) <= 1 {
 			continue // the only task so far: nothing to merge it with
 		}
 		next = dedupe(next, n)
 	}
-	return next, nil
+	return next, buf, nil
 }
 
 // dedupe drops from next[from:] each edge task whose node an edge task
@@ -1120,11 +1164,25 @@ func dedupe(next []taskSpec, from int) []taskSpec {
 	return kept
 }
 
-// advance makes step the thread's head and next its tasks.
-func (t *thread[S]) advance(step int64, next []taskSpec) {
+// advance makes step the thread's head and next its tasks: built in
+// buffer buf, or (buf -1) a list the graph holds or one decoded.
+func (t *thread[S]) advance(step int64, next []taskSpec, buf int) {
 	t.head = step
-	t.next, t.nextBuf = next, t.next[:0]
+	t.next, t.nextIn = next, buf
+	if buf >= 0 {
+		t.nextBufs[buf] = next // keeps what it grew to
+	}
 	t.doneUpdates, t.interrupts, t.resume = nil, nil, nil
+}
+
+// spare returns the index of the task buffer t.next does not use, and
+// that buffer emptied.
+func (t *thread[S]) spare() (int, []taskSpec) {
+	buf := 0
+	if t.nextIn == 0 {
+		buf = 1
+	}
+	return buf, t.nextBufs[buf][:0]
 }
 
 // stepResults returns a results slice of length n, reusing the thread's
