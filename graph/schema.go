@@ -77,12 +77,28 @@ func (sc *schema[S]) merge(s, u *S) {
 
 // encodeUpdate appends the JSON object of u's written channels to buf.
 func (sc *schema[S]) encodeUpdate(buf []byte, u *S) ([]byte, error) {
+	return sc.encode(buf, u, false)
+}
+
+// encodeFull appends the JSON object of the whole state.
+func (sc *schema[S]) encodeFull(buf []byte, s *S) ([]byte, error) {
+	return sc.encode(buf, s, true)
+}
+
+// encode appends the JSON object of s: of its written channels as deltas,
+// or (full) of all of them whole but the Values never set, which are left
+// out so that they decode as unset.
+func (sc *schema[S]) encode(buf []byte, s *S, full bool) ([]byte, error) {
 	buf = append(buf, '{')
 	first := true
 	for i := range sc.fields {
 		f := &sc.fields[i]
-		c := sc.ch(u, f)
-		if !c.written() {
+		c := sc.ch(s, f)
+		if full {
+			if v, ok := c.(interface{ unset() bool }); ok && v.unset() {
+				continue
+			}
+		} else if !c.written() {
 			continue
 		}
 		if !first {
@@ -94,7 +110,12 @@ func (sc *schema[S]) encodeUpdate(buf []byte, u *S) ([]byte, error) {
 			return nil, serializationError(c, f, err)
 		}
 		buf = append(buf, ':')
-		if buf, err = c.appendDelta(buf); err != nil {
+		if full {
+			buf, err = c.appendFull(buf)
+		} else {
+			buf, err = c.appendDelta(buf)
+		}
+		if err != nil {
 			return nil, serializationError(c, f, err)
 		}
 	}
@@ -103,65 +124,33 @@ func (sc *schema[S]) encodeUpdate(buf []byte, u *S) ([]byte, error) {
 
 // applyUpdate folds an encoded update into s.
 func (sc *schema[S]) applyUpdate(s *S, data []byte) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("decode update: %w", err)
-	}
-	for name, raw := range m {
-		i, ok := sc.byName[name]
-		if !ok {
-			return fmt.Errorf("decode update: unknown state field %q", name)
-		}
-		if err := sc.ch(s, &sc.fields[i]).applyDelta(raw); err != nil {
-			return fmt.Errorf("decode update of state.%s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// encodeFull appends the JSON object of the whole state.
-func (sc *schema[S]) encodeFull(buf []byte, s *S) ([]byte, error) {
-	buf = append(buf, '{')
-	first := true
-	for i := range sc.fields {
-		f := &sc.fields[i]
-		c := sc.ch(s, f)
-		if v, ok := c.(interface{ unset() bool }); ok && v.unset() {
-			continue // a Value never set: absent, it decodes as unset
-		}
-		if !first {
-			buf = append(buf, ',')
-		}
-		first = false
-		var err error
-		if buf, err = appendJSONString(buf, f.name); err != nil {
-			return nil, serializationError(c, f, err)
-		}
-		buf = append(buf, ':')
-		if buf, err = c.appendFull(buf); err != nil {
-			return nil, serializationError(c, f, err)
-		}
-	}
-	return append(buf, '}'), nil
+	return sc.decode(s, data, "update", channel.applyDelta)
 }
 
 // decodeFull decodes a state written by encodeFull.
 func (sc *schema[S]) decodeFull(data []byte) (S, error) {
 	var s S
+	err := sc.decode(&s, data, "snapshot", channel.setFull)
+	return s, err
+}
+
+// decode applies each field of the JSON object data to its channel of s
+// with apply; what names the object in errors.
+func (sc *schema[S]) decode(s *S, data []byte, what string, apply func(channel, []byte) error) error {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
-		return s, fmt.Errorf("decode snapshot: %w", err)
+		return fmt.Errorf("decode %s: %w", what, err)
 	}
 	for name, raw := range m {
 		i, ok := sc.byName[name]
 		if !ok {
-			return s, fmt.Errorf("decode snapshot: unknown state field %q", name)
+			return fmt.Errorf("decode %s: unknown state field %q", what, name)
 		}
-		if err := sc.ch(&s, &sc.fields[i]).setFull(raw); err != nil {
-			return s, fmt.Errorf("decode snapshot of state.%s: %w", name, err)
+		if err := apply(sc.ch(s, &sc.fields[i]), raw); err != nil {
+			return fmt.Errorf("decode %s of state.%s: %w", what, name, err)
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // SerializationError reports a state value that cannot be serialized, with
