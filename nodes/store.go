@@ -249,20 +249,18 @@ func (s *Store) UnendedUsage(ctx context.Context, runID string, st State) (llm.U
 		if _, ended := st.Attempts.Get(attemptKey(t.ID, n)); ended {
 			continue
 		}
-		ids, err := s.Conversations(ctx, runID, t.ID)
+		// Only the metadata is read: a page polls this, and the
+		// conversations themselves grow long.
+		metas, err := s.r.AttemptMetas(ctx, runID, t.ID, n)
 		if err != nil {
-			return total, err
+			return total, fmt.Errorf("usage of run %s task %s attempt %d: %w", runID, t.ID, n, err)
 		}
-		h := s.Histories(runID)
-		for _, id := range ids {
-			if _, attempt, _, err := ParseConversationID(runID, id); err != nil || attempt != n {
-				continue
+		for _, m := range metas {
+			var meta agent.Metadata
+			if err := json.Unmarshal([]byte(m), &meta); err != nil {
+				return total, fmt.Errorf("usage of run %s task %s attempt %d: decode metadata: %w", runID, t.ID, n, err)
 			}
-			rec, err := h.Load(ctx, id)
-			if err != nil {
-				return total, err
-			}
-			total = total.Add(rec.Meta.TreeUsage().LLM())
+			total = total.Add(meta.TreeUsage().LLM())
 		}
 	}
 	return total, nil

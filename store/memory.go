@@ -126,6 +126,19 @@ func (m *MemoryRecords) GetHistory(_ context.Context, runID, conversationID stri
 	return h, nil
 }
 
+// AttemptMetas implements Records.
+func (m *MemoryRecords) AttemptMetas(_ context.Context, runID, taskID string, attempt int) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for k, h := range m.histories {
+		if k[0] == runID && h.TaskID == taskID && h.Attempt == attempt && h.ParentID == "" {
+			out = append(out, h.Meta)
+		}
+	}
+	return out, nil
+}
+
 // RootConversations implements Records.
 func (m *MemoryRecords) RootConversations(_ context.Context, runID, taskID string) ([]string, error) {
 	m.mu.Lock()

@@ -44,6 +44,10 @@ type Records interface {
 	// RootConversations returns the IDs of a task's conversations without a
 	// parent, in no particular order.
 	RootConversations(ctx context.Context, runID, taskID string) ([]string, error)
+	// AttemptMetas returns the Meta of an attempt's conversations without
+	// a parent, in no particular order: what a look at usage needs, read
+	// without the conversations themselves.
+	AttemptMetas(ctx context.Context, runID, taskID string, attempt int) ([]string, error)
 }
 
 // Run is a run's registry entry.

@@ -182,10 +182,22 @@ func (p *Driver) GetHistory(ctx context.Context, runID, conversationID string) (
 
 // RootConversations implements store.Records.
 func (p *Driver) RootConversations(ctx context.Context, runID, taskID string) ([]string, error) {
+	return p.strings(ctx, "list conversations", `SELECT conversation_id FROM agent_histories
+		WHERE run_id = $1 AND task_id = $2 AND parent_id IS NULL`, runID, taskID)
+}
+
+// AttemptMetas implements store.Records.
+func (p *Driver) AttemptMetas(ctx context.Context, runID, taskID string, attempt int) ([]string, error) {
+	return p.strings(ctx, "read conversation metadata", `SELECT meta FROM agent_histories
+		WHERE run_id = $1 AND task_id = $2 AND attempt = $3 AND parent_id IS NULL`, runID, taskID, attempt)
+}
+
+// strings runs a query of one text column, retried as what, and returns
+// its values.
+func (p *Driver) strings(ctx context.Context, what, query string, args ...any) ([]string, error) {
 	var out []string
-	err := p.retry.Do(ctx, "list conversations", func(ctx context.Context) error {
-		rows, err := p.pool.Query(ctx, `SELECT conversation_id FROM agent_histories
-			WHERE run_id = $1 AND task_id = $2 AND parent_id IS NULL`, runID, taskID)
+	err := p.retry.Do(ctx, what, func(ctx context.Context) error {
+		rows, err := p.pool.Query(ctx, query, args...)
 		if err != nil {
 			return recordsErr(err, nil)
 		}

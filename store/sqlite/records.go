@@ -141,19 +141,30 @@ func (s *Driver) GetHistory(ctx context.Context, runID, conversationID string) (
 
 // RootConversations implements store.Records.
 func (s *Driver) RootConversations(ctx context.Context, runID, taskID string) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT conversation_id FROM agent_histories
+	return s.strings(ctx, `SELECT conversation_id FROM agent_histories
 		WHERE run_id = ? AND task_id = ? AND parent_id IS NULL`, runID, taskID)
+}
+
+// AttemptMetas implements store.Records.
+func (s *Driver) AttemptMetas(ctx context.Context, runID, taskID string, attempt int) ([]string, error) {
+	return s.strings(ctx, `SELECT meta FROM agent_histories
+		WHERE run_id = ? AND task_id = ? AND attempt = ? AND parent_id IS NULL`, runID, taskID, attempt)
+}
+
+// strings runs a query of one text column and returns its values.
+func (s *Driver) strings(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = rows.Close() }()
 	var out []string
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		out = append(out, id)
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }

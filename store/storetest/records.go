@@ -33,6 +33,7 @@ func RunRecords(t *testing.T, newRecords NewRecordsFunc) {
 		{"ListRuns", testListRuns},
 		{"Histories", testHistories},
 		{"RootConversations", testRootConversations},
+		{"AttemptMetas", testAttemptMetas},
 		{"ConcurrentSaves", testConcurrentSaves},
 	}
 	for _, tc := range tests {
@@ -161,6 +162,26 @@ func testRootConversations(t *testing.T, r store.Records) {
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"run/T1/1", "run/T1/2"}, got)
 	got, err = r.RootConversations(ctx, "run", "T9")
+	require.NoError(t, err)
+	require.Empty(t, got)
+}
+
+func testAttemptMetas(t *testing.T, r store.Records) {
+	ctx := t.Context()
+	for _, h := range []store.History{
+		history("run", "run/T1/1", "", "T1", 1, T0),
+		history("run", "run/T1/1/i2", "", "T1", 1, T0),
+		history("run", "run/T1/1.1", "run/T1/1", "T1", 1, T0),
+		history("run", "run/T1/2", "", "T1", 2, T0),
+		history("run", "run/T2/1", "", "T2", 1, T0),
+		history("other", "other/T1/1", "", "T1", 1, T0),
+	} {
+		require.NoError(t, r.SaveHistory(ctx, h))
+	}
+	got, err := r.AttemptMetas(ctx, "run", "T1", 1)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{`{"id":"run/T1/1"}`, `{"id":"run/T1/1/i2"}`}, got, "the attempt's root conversations, not its subtasks")
+	got, err = r.AttemptMetas(ctx, "run", "T1", 3)
 	require.NoError(t, err)
 	require.Empty(t, got)
 }
