@@ -32,8 +32,7 @@ func RunRecords(t *testing.T, newRecords NewRecordsFunc) {
 		{"SetRunStatus", testSetRunStatus},
 		{"ListRuns", testListRuns},
 		{"Histories", testHistories},
-		{"RootConversations", testRootConversations},
-		{"AttemptMetas", testAttemptMetas},
+		{"ConversationLists", testConversationLists},
 		{"ConcurrentSaves", testConcurrentSaves},
 	}
 	for _, tc := range tests {
@@ -147,26 +146,9 @@ func testHistories(t *testing.T, r store.Records) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
-func testRootConversations(t *testing.T, r store.Records) {
-	ctx := t.Context()
-	for _, h := range []store.History{
-		history("run", "run/T1/1", "", "T1", 1, T0),
-		history("run", "run/T1/1.1", "run/T1/1", "T1", 1, T0),
-		history("run", "run/T1/2", "", "T1", 2, T0),
-		history("run", "run/T2/1", "", "T2", 1, T0),
-		history("other", "other/T1/1", "", "T1", 1, T0),
-	} {
-		require.NoError(t, r.SaveHistory(ctx, h))
-	}
-	got, err := r.RootConversations(ctx, "run", "T1")
-	require.NoError(t, err)
-	require.ElementsMatch(t, []string{"run/T1/1", "run/T1/2"}, got)
-	got, err = r.RootConversations(ctx, "run", "T9")
-	require.NoError(t, err)
-	require.Empty(t, got)
-}
-
-func testAttemptMetas(t *testing.T, r store.Records) {
+// testConversationLists checks the two lists of a task's conversations:
+// their IDs, and an attempt's metadata; subtasks are in neither.
+func testConversationLists(t *testing.T, r store.Records) {
 	ctx := t.Context()
 	for _, h := range []store.History{
 		history("run", "run/T1/1", "", "T1", 1, T0),
@@ -178,9 +160,16 @@ func testAttemptMetas(t *testing.T, r store.Records) {
 	} {
 		require.NoError(t, r.SaveHistory(ctx, h))
 	}
-	got, err := r.AttemptMetas(ctx, "run", "T1", 1)
+	got, err := r.RootConversations(ctx, "run", "T1")
 	require.NoError(t, err)
-	require.ElementsMatch(t, []string{`{"id":"run/T1/1"}`, `{"id":"run/T1/1/i2"}`}, got, "the attempt's root conversations, not its subtasks")
+	require.ElementsMatch(t, []string{"run/T1/1", "run/T1/1/i2", "run/T1/2"}, got)
+	got, err = r.RootConversations(ctx, "run", "T9")
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	got, err = r.AttemptMetas(ctx, "run", "T1", 1)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{`{"id":"run/T1/1"}`, `{"id":"run/T1/1/i2"}`}, got)
 	got, err = r.AttemptMetas(ctx, "run", "T1", 3)
 	require.NoError(t, err)
 	require.Empty(t, got)
