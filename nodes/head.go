@@ -158,6 +158,43 @@ func (r *Runner) AcceptHead(ctx context.Context, runID string) (Accepted, error)
 	return acc, nil
 }
 
+// Landed returns the tasks of st in progress whose current attempt is on
+// the target branch already, by its trailer, and not reverted, each with
+// its commit: the run stopped after integrating the attempt and before
+// recording it. A resume records them, without integrating them again.
+func (r *Runner) Landed(ctx context.Context, runID string, st State) (map[string]string, error) {
+	var open []string
+	for _, t := range st.Tasks.Values() {
+		if t.Status == planner.StatusInProgress {
+			open = append(open, t.ID)
+		}
+	}
+	if len(open) == 0 {
+		return nil, nil
+	}
+	repo := r.Pipeline.Repo
+	present, err := repo.IntegratedAttempts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reverted, err := repo.RevertedAttempts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, id := range open {
+		key := attemptKey(id, CurrentAttempt(st, id))
+		trailer := runID + "/" + key
+		if rec, ok := st.Attempts.Get(key); ok {
+			trailer = trailerOf(runID, key, rec)
+		}
+		if c := present[trailer]; c != "" && reverted[trailer] == "" {
+			out[id] = c
+		}
+	}
+	return out, nil
+}
+
 // trailerOf returns the trailer value of an attempt, "RUN/TASK/N". Its
 // branch names it: a forked run's attempts from before the fork carry the
 // original run's ID.

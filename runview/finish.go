@@ -10,6 +10,15 @@ import (
 	"github.com/taskloom/taskloom/scheduler"
 )
 
+// Landed tells the view, before Finish, the tasks whose attempts were
+// integrated as the run stopped but not recorded yet, each with its commit:
+// the summary says so instead of "not done".
+func (v *View) Landed(commits map[string]string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.landed = commits
+}
+
 // Finish stops the live view and says how the call ended: with JSON the
 // usage and run_finished events; else what happened to every task, the
 // usage and cost, and what to do next. With status interrupted, the last
@@ -42,7 +51,11 @@ func (v *View) Finish(res graph.Result[nodes.State], status string, exitCode int
 		idWidth = max(idWidth, len(f.TaskID))
 	}
 	for _, f := range fates {
-		v.println(fmt.Sprintf("  %-*s  %s", idWidth, f.TaskID, f))
+		line := f.String()
+		if c := v.landed[f.TaskID]; c != "" && f.Fate == nodes.FateNotDone {
+			line = fmt.Sprintf("integrated (%.10s) as the run stopped; resume records it", c)
+		}
+		v.println(fmt.Sprintf("  %-*s  %s", idWidth, f.TaskID, line))
 	}
 	v.println("usage: " + usage.String())
 	if ids := nodes.NoChangeTasks(res.State); len(ids) > 0 {

@@ -57,6 +57,9 @@ type View struct {
 	etaDirty    bool
 	milestones  []string // the order of the ETA's schedule
 	live        *liveView
+	// landed are the tasks integrated as the run stopped, not recorded
+	// yet, each with its commit.
+	landed map[string]string
 }
 
 // work is what one running task's attempt is doing.

@@ -112,3 +112,33 @@ func TestStoppedJSONRunNamesTheResumeCommand(t *testing.T) {
 	require.ErrorAs(t, err, &ec)
 	require.Empty(t, err.Error(), "the text summary printed the command already")
 }
+
+// A run stopped (Ctrl-C, SIGTERM) just after a task's attempt was
+// integrated, before the step that did it was recorded, says in its summary
+// that the task is on the branch, not that it is not done; resume records
+// it without integrating it twice.
+func TestStoppedAfterIntegratingSaysSo(t *testing.T) {
+	skipShort(t)
+	dir := commandRepo(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	atPoint(t, "integrate:after", 1, cancel)
+	var stdout, stderr strings.Builder
+	code := Execute(ctx, []string{"run", filepath.Join(dir, "PRODUCT.md"), "--repo", dir}, strings.NewReader(""), &stdout, &stderr)
+	require.Equal(t, exitInterrupted, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	id := runID(t, stdout.String())
+	tr := trailers(t, dir)
+	require.Len(t, tr, 1, "one task was integrated before the stop")
+	var task string
+	for task = range tr {
+	}
+	sha := headOf(t, dir, "main")
+	require.Regexp(t, `(?m)^  `+task+`\s+integrated \(`+sha[:10]+`\) as the run stopped; resume records it$`, stdout.String())
+	require.Regexp(t, `(?m)^run `+id+`: interrupted \(.*: 0 of \d+ tasks completed\)$`, stdout.String(), "the count is what is recorded")
+
+	session.PointFunc = nil
+	code, out, errOut := taskloom(t, "resume", id, "--repo", dir)
+	require.Equal(t, exitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	require.Regexp(t, `(?m)^  `+task+`\s+integrated \(`+sha[:10]+`\)$`, out)
+	eachIntegratedOnce(t, dir)
+}

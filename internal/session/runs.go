@@ -147,9 +147,25 @@ func (s *Session) Start(ctx context.Context, o StartOpts) (Outcome, error) {
 	out.View.Started(product, s.Repo, p.Repo.MainBranch(), "")
 	warnSandbox(o.Warn)
 	ctx, opts := watched(ctx, out.View)
-	out.Result, err = s.driven(p).Start(ctx, nodes.Run{ID: out.RunID, ProductPath: product, Repo: s.Repo, Meta: metaJSON}, opts)
+	runner := s.driven(p)
+	out.Result, err = runner.Start(ctx, nodes.Run{ID: out.RunID, ProductPath: product, Repo: s.Repo, Meta: metaJSON}, opts)
+	noteLanded(ctx, runner, out, err)
 	s.syncBehind()
 	return out, err
+}
+
+// noteLanded tells the view of a run that an error or a signal stopped
+// which of its tasks were integrated before their record was written, so
+// that the summary does not call them not done.
+func noteLanded(ctx context.Context, runner *nodes.Runner, out Outcome, err error) {
+	if err == nil || out.View == nil {
+		return
+	}
+	// The signal that stopped the run cancelled ctx; this look is short.
+	landed, lerr := runner.Landed(context.WithoutCancel(ctx), out.RunID, out.Result.State)
+	if lerr == nil && len(landed) > 0 {
+		out.View.Landed(landed)
+	}
 }
 
 // checkTaskList reads the PRODUCT.md at path, named as the user gave it,
@@ -260,6 +276,7 @@ func (s *Session) Resume(ctx context.Context, runID string, o ResumeOpts) (Outco
 	}
 	ctx, opts := watched(ctx, v)
 	out.Result, err = runner.Resume(ctx, run.ID, opts)
+	noteLanded(ctx, runner, out, err)
 	s.syncBehind()
 	return out, BusyMessage(run.ID, err)
 }
