@@ -1,11 +1,12 @@
 // Package verify runs a worktree's tests and returns a verdict: passed or
 // failed, the failing tests with their output trimmed, and the duration.
 //
-// The exit code is the ground truth. A command that exits 0 passes,
-// whatever a parser made of its output; one that exits non-zero or times
-// out fails. The runner's machine-readable report only explains a
-// failure: it names each failing test as its runner names it, with its
-// assertion message.
+// The exit code is the ground truth, with one exception. A command that
+// exits non-zero or times out fails; one that exits 0 passes unless its
+// runner's machine-readable report names a failing test (a TestMain that
+// exits 0 whatever the tests did, a script ending in "|| true"). The
+// report otherwise only explains a failure: it names each failing test as
+// its runner names it, with its assertion message.
 //
 // Runners: go test (-json, the test2json stream), pytest (JUnit XML),
 // jest (--json) and vitest (--reporter=json), each asked for its report

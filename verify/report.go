@@ -29,6 +29,8 @@ func (r Verdict) errorContext(limit int) string {
 		fmt.Fprintf(&b, "missing files (files_to_create, test_files): %s\n", strings.Join(r.MissingFiles, ", "))
 	}
 	switch {
+	case (r.Failed > 0 || len(r.Failures) > 0) && r.ExitCode == 0 && !r.TimedOut:
+		fmt.Fprintf(&b, "%s (%s), though the test command exited 0: a test that fails fails the task\n", r.failedCount(), r.Runner())
 	case r.Failed > 0 || len(r.Failures) > 0:
 		fmt.Fprintf(&b, "%s (%s, exit code %d)\n", r.failedCount(), r.Runner(), r.ExitCode)
 	case r.ExitCode != 0 && !r.TimedOut && r.Runner() == "exit code":

@@ -642,9 +642,15 @@ func runTests(ctx context.Context, dir string, argv []string, timeout time.Durat
 			v.Format = FormatPytestSummary
 		}
 	}
-	// The exit code is the verdict; what was parsed only explains a
-	// failure, and never turns a pass into a fail.
-	v.Passed = !v.TimedOut && v.ExitCode == 0
+	// The exit code is the verdict, but for one thing: a machine-readable
+	// report (go test's stream, the JUnit or Jest file) that names failing
+	// tests fails a command that exited 0, as after a TestMain that exits
+	// 0 whatever m.Run said, or a script that ends in "|| true". What was
+	// parsed never turns a failing exit into a pass, and a summary read
+	// off the console, which a test's own output can imitate, decides
+	// nothing.
+	reported := ok && parsed.failed > 0
+	v.Passed = !v.TimedOut && v.ExitCode == 0 && !reported
 	v.Total, v.Skipped = parsed.total, parsed.skipped
 	if !v.Passed {
 		v.Failed, v.Failures = parsed.failed, parsed.failures

@@ -103,7 +103,8 @@ type Verdict struct {
 
 // Run verifies the worktree dir: it checks that spec's files to create
 // exist, runs the tests of spec's test files, and, when they pass, spec's
-// command. Each command's exit code decides whether it passed; a timeout
+// command. Each command's exit code decides whether it passed, but a
+// report of failing tests fails a command that exited 0; a timeout
 // kills everything it started and fails it. The tests run even when files
 // are missing, so a retry learns both.
 //

@@ -498,6 +498,10 @@ func TestVerifyGoTest(t *testing.T) {
 		"double/double_test.go": "package double\n\nimport \"testing\"\n\n" +
 			"func TestDouble(t *testing.T) {\n\tif got := Double(2); got != 4 {\n\t\tt.Errorf(\"Double(2) = %d, want 4\", got)\n\t}\n}\n\n" +
 			"func TestZero(t *testing.T) {\n\tt.Skip(\"later\")\n}\n",
+		// A TestMain that exits 0 whatever the tests did.
+		"hush/hush_test.go": "package hush\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\n" +
+			"func TestMain(m *testing.M) { m.Run(); os.Exit(0) }\n\n" +
+			"func TestHush(t *testing.T) { t.Fatal(\"hush is broken\") }\n",
 		"broken/broken.go":      "package broken\n\nfunc F() int { return nope }\n",
 		"broken/broken_test.go": "package broken\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { F() }\n",
 	})
@@ -548,6 +552,19 @@ func TestVerifyGoTest(t *testing.T) {
 		require.Contains(t, ec, "1 of 3 tests failed (go test, exit code 1)")
 		require.Contains(t, ec, "--- FAIL: TestDouble (example.com/v/double)")
 		require.Contains(t, ec, "Double(2) = 5, want 4")
+	})
+
+	t.Run("a test fails, though go test exits 0", func(t *testing.T) {
+		t.Parallel()
+		rep, err := Run(ctx, dir, Spec{TestFiles: []string{"hush/hush_test.go"}}, &Opts{Env: goEnv})
+		require.NoError(t, err)
+		require.Zero(t, rep.ExitCode, "go test itself passes it")
+		require.False(t, rep.Passed, "the stream names a failing test")
+		require.Equal(t, 1, rep.Failed)
+		require.Equal(t, "TestHush", rep.Failures[0].Name)
+		ec := rep.ErrorContext(1000)
+		require.Contains(t, ec, "1 of 1 tests failed (go test), though the test command exited 0: a test that fails fails the task")
+		require.Contains(t, ec, "hush is broken")
 	})
 
 	t.Run("package that does not compile", func(t *testing.T) {
