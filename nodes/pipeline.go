@@ -621,6 +621,14 @@ func (p *Pipeline) RunAttempt(ctx context.Context, job AttemptJob) (AttemptResul
 				strings.Join(names, ", ")), rec.Error)
 		}
 	}
+	if changed {
+		if why := p.testsWeakened(ctx, wt, task); len(why) > 0 {
+			// The commit stays on the attempt's branch, never on main: the
+			// retry is told why, and a reviewer can look.
+			rec.Error = joinErrors(fmt.Sprintf("the attempt changed how the project's tests run, which is not this task's to change: %s (a task may change such a file only when it names it in its files)",
+				strings.Join(why, "; ")), rec.Error)
+		}
+	}
 	if changed && len(p.BuildCommand) == 0 {
 		// The tests run in this worktree next. Whatever git ignores that
 		// the worker left here, they see and main will not have. Without

@@ -238,10 +238,10 @@ func splitPath(f string) (dir, base string) {
 	return f[:i], f[i+1:]
 }
 
-// isTestFile reports whether f is named as a test: foo_test.go,
+// IsTestFile reports whether f is named as a test: foo_test.go,
 // test_foo.py, foo_test.py, foo.test.ts, foo.spec.tsx, or anything under
 // __tests__.
-func isTestFile(f string) bool {
+func IsTestFile(f string) bool {
 	dir, base := splitPath(strings.ToLower(f))
 	if strings.Contains("/"+dir+"/", "/__tests__/") {
 		return true

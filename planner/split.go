@@ -147,7 +147,7 @@ type unit struct {
 func (s *splitter) units(t *Task) []unit {
 	var subjects, tests []string
 	for _, f := range workFiles(t) {
-		if isTestFile(f) {
+		if IsTestFile(f) {
 			tests = append(tests, f)
 		} else {
 			subjects = append(subjects, f)

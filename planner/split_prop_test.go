@@ -58,11 +58,11 @@ func requireSplitQuality(t *testing.T, p *Plan, orig RawTask, r *resolved) {
 	// Tests stay with the file of the same stem in their directory.
 	work := append(append([]string{}, orig.FilesToCreate...), orig.FilesToModify...)
 	for _, tf := range append(append([]string{}, orig.TestFiles...), work...) {
-		if !isTestFile(tf) {
+		if !IsTestFile(tf) {
 			continue
 		}
 		for _, w := range work {
-			if isTestFile(w) || path.Dir(w) != path.Dir(tf) || testStem(w) != testStem(tf) {
+			if IsTestFile(w) || path.Dir(w) != path.Dir(tf) || testStem(w) != testStem(tf) {
 				continue
 			}
 			for i := range leaves {

@@ -3,9 +3,11 @@ package worktree
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -452,4 +454,110 @@ func commonDirOf(dir string) (string, error) {
 		c = filepath.Join(gitDir, c)
 	}
 	return filepath.Clean(c), nil
+}
+
+// A Change is a file that an attempt's commit adds, changes, renames or
+// deletes. Before and After are the file's contents on each side, read
+// only for the paths asked for, nil where the file is absent.
+type Change struct {
+	// Path is the file's path after the commit, or before it when the
+	// commit deletes it.
+	Path string
+	// From is its path before a rename.
+	From           string
+	Added, Deleted bool
+	Before, After  []byte
+}
+
+// maxChangeRead is the most of a file Changes reads: the files asked for
+// are small configuration files.
+const maxChangeRead = 1 << 20
+
+// changes returns what commit sha changes against its first parent, exact
+// and near renames found as git finds them; read says which files to read
+// both sides of.
+func (s *objectStore) changes(sha string, read func(path string) bool) ([]Change, error) {
+	var out []Change
+	err := s.withCommit(sha, func(c *object.Commit) error {
+		out = out[:0]
+		parent, err := c.Parent(0)
+		if err != nil {
+			return err
+		}
+		from, err := parent.Tree()
+		if err != nil {
+			return err
+		}
+		to, err := c.Tree()
+		if err != nil {
+			return err
+		}
+		chs, err := object.DiffTreeWithOptions(context.Background(), from, to, object.DefaultDiffTreeOptions)
+		if err != nil {
+			return err
+		}
+		for _, ch := range chs {
+			c := Change{Path: ch.To.Name, From: ch.From.Name}
+			switch {
+			case ch.To.Name == "":
+				c.Path, c.From, c.Deleted = ch.From.Name, "", true
+			case ch.From.Name == "":
+				c.From, c.Added = "", true
+			case ch.From.Name == ch.To.Name:
+				c.From = ""
+			}
+			if read(c.Path) {
+				before, after, err := ch.Files()
+				if err != nil {
+					return err
+				}
+				if c.Before, err = fileBytes(before); err != nil {
+					return err
+				}
+				if c.After, err = fileBytes(after); err != nil {
+					return err
+				}
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// fileBytes returns the contents of f, at most maxChangeRead bytes; nil
+// for no file.
+func fileBytes(f *object.File) ([]byte, error) {
+	if f == nil {
+		return nil, nil
+	}
+	r, err := f.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, maxChangeRead))
+	if data == nil {
+		data = []byte{}
+	}
+	return data, err
+}
+
+// Changes returns what the commit checked out in w changes against the
+// commit it started from, each file once; read says which files to read
+// both sides of (Change.Before, Change.After).
+func (m *Manager) Changes(_ context.Context, w *Worktree, read func(path string) bool) ([]Change, error) {
+	gitDir, err := m.adminDir(w.Path)
+	if err != nil {
+		return nil, err
+	}
+	head, err := worktreeHead(m.commonDir, gitDir)
+	if err != nil {
+		return nil, fmt.Errorf("read the commit of %s: %w", w.ID(), err)
+	}
+	out, err := m.objects.changes(head, read)
+	if err != nil {
+		return nil, fmt.Errorf("read the changes of %s: %w", w.ID(), err)
+	}
+	return out, nil
 }
