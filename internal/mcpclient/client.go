@@ -352,11 +352,20 @@ type tool struct {
 // state is one live session of a server, with what it offers.
 type state struct {
 	sess      *mcp.ClientSession
+	cmd       *exec.Cmd     // a stdio server's process, nil for HTTP
 	done      chan struct{} // closed when the session ends
 	broken    atomic.Bool   // a call saw the connection end
 	tools     map[string]tool
 	toolList  []agent.MCPTool
 	resources []agent.MCPResource
+}
+
+// close ends the session and, for a stdio server, kills what is left of
+// its process group.
+func (st *state) close() error {
+	err := st.sess.Close()
+	proc.KillGroup(st.cmd)
+	return err
 }
 
 func (st *state) alive() bool {
@@ -381,6 +390,7 @@ type server struct {
 	st       *state
 	err      error // the last start's failure
 	failedAt time.Time
+	fails    int  // failures to start in a row
 	warned   bool // its failure to start was told, and it has not started since
 	stderr   tail
 }
@@ -396,10 +406,10 @@ func (s *server) session(ctx context.Context) (*state, error) {
 	}
 	restart := s.st != nil
 	if s.st != nil {
-		_ = s.st.sess.Close()
+		s.st.close()
 		s.st = nil
 	}
-	if s.err != nil && time.Since(s.failedAt) < s.c.opts.RetryAfter {
+	if s.err != nil && time.Since(s.failedAt) < s.retryAfter() {
 		return nil, s.err
 	}
 	if restart {
@@ -416,6 +426,7 @@ func (s *server) session(ctx context.Context) (*state, error) {
 		// a token in its query and all: it goes to the model's prompt.
 		msg := config.RedactURLs(fmt.Sprintf("MCP server %q %s", s.cfg.Name, err))
 		s.err, s.failedAt = unavailable(s.redactor.Redact(msg)), time.Now()
+		s.fails++
 		if !s.warned {
 			// Named once: each later try fails the calls, not the log.
 			s.c.warn(s.err.Error())
@@ -423,17 +434,32 @@ func (s *server) session(ctx context.Context) (*state, error) {
 		}
 		return nil, s.err
 	}
-	s.st, s.err, s.warned = st, nil, false
+	s.st, s.err, s.warned, s.fails = st, nil, false, 0
 	return st, nil
+}
+
+// retryAfter is how long a server that failed to start is left alone:
+// RetryAfter, doubled with each failure in a row up to 16 times as long,
+// so that a server that hangs at start does not cost every attempt the
+// start timeout again.
+func (s *server) retryAfter() time.Duration {
+	return s.c.opts.RetryAfter << min(max(s.fails-1, 0), 4)
 }
 
 // start connects to the server and lists its tools and resources, within
 // StartTimeout.
-func (s *server) start(ctx context.Context) (*state, error) {
+func (s *server) start(ctx context.Context) (_ *state, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.c.opts.StartTimeout)
 	defer cancel()
 	s.stderr.reset()
 	var t mcp.Transport
+	var cmd *exec.Cmd
+	defer func() {
+		if err != nil {
+			// What the server started (a wrapper's child) goes with it.
+			proc.KillGroup(cmd)
+		}
+	}()
 	what := "at " + s.cfg.URL
 	if len(s.cfg.Command) > 0 {
 		what = "(" + strings.Join(s.cfg.Command, " ") + ")"
@@ -448,7 +474,7 @@ func (s *server) start(ctx context.Context) (*state, error) {
 		if d := s.c.opts.Dir; d != "" && !filepath.IsAbs(args[0]) && strings.ContainsRune(args[0], '/') {
 			args[0] = filepath.Join(d, args[0])
 		}
-		cmd, err := proc.ServerCommand(s.c.ctx, proc.Cmd{
+		cmd, err = proc.ServerCommand(s.c.ctx, proc.Cmd{
 			Args:     args,
 			Dir:      s.c.opts.Dir,
 			Env:      proc.ReduceEnv(s.c.opts.Environ, s.c.opts.EnvAllow, env...),
@@ -466,7 +492,7 @@ func (s *server) start(ctx context.Context) (*state, error) {
 	if err != nil {
 		return nil, s.startError(ctx, what, "initialize", err)
 	}
-	st := &state{sess: sess, done: make(chan struct{}), tools: map[string]tool{}}
+	st := &state{sess: sess, cmd: cmd, done: make(chan struct{}), tools: map[string]tool{}}
 	go func() {
 		_ = sess.Wait()
 		close(st.done)
@@ -475,7 +501,7 @@ func (s *server) start(ctx context.Context) (*state, error) {
 	if caps == nil || caps.Tools != nil {
 		for t, err := range sess.Tools(ctx, nil) {
 			if err != nil {
-				_ = sess.Close()
+				st.close()
 				return nil, s.startError(ctx, what, "tools/list", err)
 			}
 			s.addTool(ctx, st, t)
@@ -484,7 +510,7 @@ func (s *server) start(ctx context.Context) (*state, error) {
 	if caps != nil && caps.Resources != nil {
 		for r, err := range sess.Resources(ctx, nil) {
 			if err != nil {
-				_ = sess.Close()
+				st.close()
 				return nil, s.startError(ctx, what, "resources/list", err)
 			}
 			st.resources = append(st.resources, agent.MCPResource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType})
@@ -568,7 +594,7 @@ func (s *server) close() error {
 		return nil
 	}
 	alive := s.st.alive()
-	err := s.st.sess.Close()
+	err := s.st.close()
 	s.st = nil
 	// A server that already stopped has said so when it did; one that
 	// exits non-zero, or on the SIGTERM sent when it does not stop once
