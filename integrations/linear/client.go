@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/clip"
 )
 
@@ -118,11 +119,29 @@ func (c *Client) do(ctx context.Context, op, query string, vars map[string]any, 
 
 // redact removes the key from an error's text.
 func (c *Client) redact(err error) error {
-	if err == nil || c.key == "" || !strings.Contains(err.Error(), c.key) {
-		return err
+	if err == nil {
+		return nil
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), c.key, "[LINEAR_API_KEY]"))
+	if c.key != "" && strings.Contains(err.Error(), c.key) {
+		return errors.New(config.RedactURLs(strings.ReplaceAll(err.Error(), c.key, "[LINEAR_API_KEY]")))
+	}
+	// The URL of a failed request is quoted whole, a token in its query
+	// and all.
+	if msg := config.RedactURLs(err.Error()); msg != err.Error() {
+		return &redacted{msg: msg, err: err}
+	}
+	return err
 }
+
+// redacted is an error shown with a redacted message; errors.Is and As
+// still see what it wraps.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (e *redacted) Error() string { return e.msg }
+func (e *redacted) Unwrap() error { return e.err }
 
 // State is a workflow state of a team. Type is one of Linear's state
 // types: triage, backlog, unstarted, started, completed, canceled.

@@ -136,7 +136,9 @@ func (s *Syncer) Drain(ctx context.Context) error {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.pending > 0 && ctx.Err() == nil {
+	// A key Linear refused, or a team it does not know, is not waited
+	// out: no retry will mend it.
+	for s.pending > 0 && ctx.Err() == nil && !errors.Is(s.lastErr, ErrUnauthorized) && !errors.Is(s.lastErr, ErrUnknownTeam) {
 		s.idle.Wait()
 	}
 	if s.pending > 0 {
@@ -215,8 +217,9 @@ func (s *Syncer) unsynced() int {
 	return n
 }
 
-// pass brings every task's issue to its wanted state; it stops at the
-// first failure, leaving the rest for the retry.
+// pass brings every task's issue to its wanted state. A task that fails
+// does not hold up the others: the first failure is returned, for the
+// retry, once every task was tried.
 func (s *Syncer) pass(ctx context.Context) (err error) {
 	defer func() {
 		s.mu.Lock()
@@ -238,12 +241,18 @@ func (s *Syncer) pass(ctx context.Context) (err error) {
 		}
 		return compare(a.task, b.task)
 	})
+	var first error
 	for _, k := range keys {
 		if err := s.syncTask(ctx, k); err != nil {
-			return err
+			if ctx.Err() != nil || errors.Is(err, ErrUnauthorized) {
+				return err // no other task would fare better
+			}
+			if first == nil {
+				first = err
+			}
 		}
 	}
-	return nil
+	return first
 }
 
 func compare(a, b string) int {
@@ -340,6 +349,14 @@ func (s *Syncer) syncTask(ctx context.Context, k key) error {
 		return nil
 	}
 	if err := s.o.Client.UpdateIssueState(ctx, issueID, stateID); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			// Deleted in Linear meanwhile: the retry looks it up again by
+			// its stable ID, and creates it when it is gone.
+			s.mu.Lock()
+			delete(s.issues, k)
+			delete(s.synced, k)
+			s.mu.Unlock()
+		}
 		return err
 	}
 	s.mu.Lock()

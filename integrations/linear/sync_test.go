@@ -107,6 +107,28 @@ func TestSkippedTaskIsCanceled(t *testing.T) {
 	require.Equal(t, lineartest.StateCanceled, f.Issues()[linear.StableID("issue", "run-2", "T9")].StateID)
 }
 
+// An issue deleted in Linear mid-run holds up no other task's issue, and
+// is made again.
+func TestDeletedIssueHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
+	f := lineartest.New(t, lineartest.Opts{Key: testKey})
+	s := linear.NewSyncer(linear.SyncOpts{Client: linear.NewClient(f.URL, testKey), TeamID: lineartest.TeamID, Project: true,
+		MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond})
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s.Tasks("run-4", tasks(planner.StatusPending, "T1", "T2", "T3"))
+	require.NoError(t, s.Drain(ctx))
+	f.DeleteIssue(linear.StableID("issue", "run-4", "T1"))
+	s.Tasks("run-4", tasks(planner.StatusCompleted, "T1", "T2", "T3"))
+	require.NoError(t, s.Drain(ctx))
+	issues := f.Issues()
+	require.Len(t, issues, 3)
+	for _, is := range issues {
+		require.Equal(t, lineartest.StateDone, is.StateID, is.Title)
+	}
+}
+
 // A sync turned on without its key is one warning line, and the run goes
 // on without it; with the key, the runner gets the sync.
 func TestAttach(t *testing.T) {

@@ -70,6 +70,7 @@ type Fake struct {
 	mu     sync.Mutex
 	down   bool
 	issues map[string]map[string]any // by id
+	gone   map[string]bool           // issues DeleteIssue deleted
 	projs  map[string]map[string]any
 	calls  map[string]int
 	bodies []string
@@ -86,7 +87,7 @@ type Opts struct {
 
 // New starts a fake endpoint, stopped when the test ends.
 func New(t testing.TB, o Opts) *Fake {
-	f := &Fake{t: t, key: o.Key, hook: o.Hook, issues: map[string]map[string]any{}, projs: map[string]map[string]any{}, calls: map[string]int{}}
+	f := &Fake{t: t, key: o.Key, hook: o.Hook, issues: map[string]map[string]any{}, gone: map[string]bool{}, projs: map[string]map[string]any{}, calls: map[string]int{}}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -117,6 +118,14 @@ func (f *Fake) Issues() map[string]Issue {
 		out[id] = Issue{ID: id, Title: fmt.Sprint(is["title"]), ProjectID: fmt.Sprint(is["project"]), StateID: fmt.Sprint(st["id"])}
 	}
 	return out
+}
+
+// DeleteIssue deletes an issue, as a person may in Linear mid-run.
+func (f *Fake) DeleteIssue(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.issues, id)
+	f.gone[id] = true
 }
 
 // Projects returns the names of the projects made, by ID.
@@ -227,9 +236,12 @@ func (f *Fake) answer(op string, vars map[string]any) (data any, notFound bool) 
 		need(vars, "id")
 		need(input, "stateId")
 		is, ok := f.issues[fmt.Sprint(vars["id"])]
-		if !ok {
+		switch {
+		case !ok && f.gone[fmt.Sprint(vars["id"])]:
+			return map[string]any{"issueUpdate": nil}, true
+		case !ok:
 			t.Errorf("linear fake: update of unknown issue %v", vars["id"])
-		} else {
+		default:
 			is["state"] = map[string]any{"id": input["stateId"]}
 		}
 		return map[string]any{"issueUpdate": map[string]any{"success": ok, "issue": is}}, false
