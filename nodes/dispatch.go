@@ -129,14 +129,20 @@ func (p *Pipeline) adopt(ctx context.Context, job AttemptJob, res *AttemptResult
 	return nil
 }
 
+// ErrWorkerSetup is wrapped by what Work fails with when the clone it
+// runs in cannot serve an attempt, whatever the attempt: its remote does
+// not answer or is not the run's, or takes no push. Another worker can.
+var ErrWorkerSetup = errors.New("this worker's clone cannot serve the attempt")
+
 // Work runs a queued attempt in this repository. With a Remote (a worker on
 // another machine) it fetches the attempt's base from there first, pushes
 // the attempt's commit back to its AttemptRef, and removes the worktree; a
 // worker sharing the run's repository leaves the worktree for the run.
 func (p *Pipeline) Work(ctx context.Context, job AttemptJob) (AttemptResult, error) {
+	setup := func(err error) error { return fmt.Errorf("%w: %w", ErrWorkerSetup, err) }
 	if p.Remote == "" {
 		if job.Base != "" && !p.Repo.HasCommit(ctx, job.Base) {
-			return AttemptResult{}, fmt.Errorf("attempt %s/%s/%d: its base %s is not in this repository", job.RunID, job.Task.ID, job.Attempt, short(job.Base))
+			return AttemptResult{}, setup(fmt.Errorf("attempt %s/%s/%d: its base %s is not in this repository", job.RunID, job.Task.ID, job.Attempt, short(job.Base)))
 		}
 		return p.RunAttempt(ctx, job)
 	}
@@ -144,10 +150,10 @@ func (p *Pipeline) Work(ctx context.Context, job AttemptJob) (AttemptResult, err
 	if job.Base != "" && !p.Repo.HasCommit(ctx, job.Base) {
 		sha, err := p.Repo.Fetch(ctx, p.Remote, worktree.BaseRef(job.RunID, id, job.Attempt), job.RunID)
 		if err != nil {
-			return AttemptResult{}, err
+			return AttemptResult{}, setup(err)
 		}
 		if sha != job.Base {
-			return AttemptResult{}, fmt.Errorf("attempt %s/%s/%d: the remote's base is %s, the run's %s", job.RunID, id, job.Attempt, short(sha), short(job.Base))
+			return AttemptResult{}, setup(fmt.Errorf("attempt %s/%s/%d: the remote's base is %s, the run's %s", job.RunID, id, job.Attempt, short(sha), short(job.Base)))
 		}
 	} else if job.Base != "" {
 		// The base is here already, so nothing was fetched: the remote
@@ -156,10 +162,10 @@ func (p *Pipeline) Work(ctx context.Context, job AttemptJob) (AttemptResult, err
 		// the history, not the refs). Asked before the work, not after.
 		ok, err := p.Repo.RemoteHas(ctx, p.Remote, worktree.BaseRef(job.RunID, id, job.Attempt))
 		if err != nil {
-			return AttemptResult{}, err
+			return AttemptResult{}, setup(err)
 		}
 		if !ok {
-			return AttemptResult{}, fmt.Errorf("attempt %s/%s/%d: the run's base ref is not on this clone's remote %q, so it is not the repository the run shares its attempts through: set worker.remote, or clone the run's repository", job.RunID, id, job.Attempt, p.Remote)
+			return AttemptResult{}, setup(fmt.Errorf("attempt %s/%s/%d: the run's base ref is not on this clone's remote %q, so it is not the repository the run shares its attempts through: set worker.remote, or clone the run's repository", job.RunID, id, job.Attempt, p.Remote))
 		}
 	}
 	res, err := p.RunAttempt(ctx, job)
@@ -168,7 +174,7 @@ func (p *Pipeline) Work(ctx context.Context, job AttemptJob) (AttemptResult, err
 	}
 	if res.Attempt.Changed {
 		if err := p.Repo.Push(ctx, p.Remote, res.Attempt.Commit, worktree.AttemptRef(job.RunID, id, job.Attempt)); err != nil {
-			return AttemptResult{}, err
+			return AttemptResult{}, setup(err)
 		}
 		res.Pushed = true
 	}

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,6 +185,9 @@ func TestDeadWorkersAttemptGoesToAnother(t *testing.T) {
 	require.Contains(t, errs[0], "worker box-a:7 stopped renewing its lease")
 }
 
+// A worker whose clone cannot reach the remote leaves the attempt to
+// another without counting a try of the job's, and rests before it takes
+// another: a broken machine does not burn the tasks' attempts.
 func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	ctx := context.Background()
 	_, runDir, workerDir := repos(t)
@@ -199,23 +203,26 @@ func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	git(t, runDir, "commit", "-q", "--allow-empty", "-m", "moved on")
 	j := job(t, run, "r3", "T1")
 
-	stopBad := startWriter(t, db, "lost:1", bad, nil)
-	// The lost worker fails the job first.
-	var id int64
+	logs := &testkit.Buffer{}
+	stopBad, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "lost:1", Poll: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Run:    work(&nodes.Pipeline{Repo: bad, Worker: writer(nil), Remote: "origin"})})
+	require.NoError(t, err)
+	t.Cleanup(stopBad)
 	first, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { _, _ = d.Dispatch(first, j, func(nodes.Activity) {}) }()
-	require.Eventually(t, func() bool {
-		return db.Pool().QueryRow(ctx, `SELECT id FROM river_job WHERE array_length(errors, 1) >= 1`).Scan(&id) == nil
-	}, 20*time.Second, 500*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "this worker cannot run attempts") }, 20*time.Second, 100*time.Millisecond)
+	require.Contains(t, logs.String(), "fetch refs/taskloom/bases/r3/T1/1 from origin")
+	require.Equal(t, 1, strings.Count(logs.String(), "this worker cannot run attempts"), "it rests rather than take the job again")
 	startWriter(t, db, "good:2", good, nil)
-	stopBad()
 	res, err := d.Dispatch(ctx, j, func(nodes.Activity) {})
 	require.NoError(t, err)
 	require.Equal(t, "good:2", res.Worker)
-	var errs []string
-	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT array(SELECT e->>'error' FROM unnest(errors) e) FROM river_job WHERE id = $1`, id).Scan(&errs))
-	require.Contains(t, errs[0], "worker lost:1: fetch refs/taskloom/bases/r3/T1/1 from origin")
+	var tries int
+	require.NoError(t, db.Pool().QueryRow(ctx, `SELECT coalesce(array_length(errors, 1), 0) FROM river_job WHERE args->>'run_id' = 'r3'`).Scan(&tries))
+	require.Zero(t, tries, "the lost worker's fault counted no try")
+	require.Equal(t, 1, strings.Count(logs.String(), "this worker cannot run attempts"))
 }
 
 // frozen is a worker's store whose lease renewals hang while the worker is

@@ -12,6 +12,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/store"
 )
@@ -20,6 +22,16 @@ import (
 // worker must leave to others: a run driver's own workers work only that
 // run's attempts.
 var ErrElsewhere = errors.New("this attempt is for other workers")
+
+// IsWorkerFault reports whether err, an attempt's failure, is the
+// worker's own and not the attempt's: its clone cannot serve attempts
+// (nodes.ErrWorkerSetup), or its model provider has no key for it
+// (llm.ErrMissingKey) or refuses the one it has. Such a job goes back to
+// the queue for another worker without counting a try, and the worker
+// rests before it takes another.
+func IsWorkerFault(err error) bool {
+	return errors.Is(err, nodes.ErrWorkerSetup) || errors.Is(err, llm.ErrMissingKey) || errors.Is(err, agent.ErrProviderRefused)
+}
 
 // WorkOpts configures Start.
 type WorkOpts struct {
@@ -186,6 +198,40 @@ type attemptWorker struct {
 	// twice its concurrency; a job that finds every slot taken is put
 	// back for another worker, which costs it no try.
 	slots chan struct{}
+
+	// A worker at fault (IsWorkerFault) takes no job until restUntil,
+	// longer after each fault in a row.
+	mu        sync.Mutex
+	restUntil time.Time
+	faults    int
+}
+
+// faultRest is how long a worker rests after its first fault in a row;
+// it doubles with each next one, up to 8 times as long.
+const faultRest = 30 * time.Second
+
+// rest records a fault of this worker's and returns how long it rests.
+func (w *attemptWorker) rest() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.faults++
+	d := faultRest << min(w.faults-1, 3)
+	w.restUntil = time.Now().Add(d)
+	return d
+}
+
+// resting reports whether the worker rests after a fault; a job that
+// ends well clears its faults.
+func (w *attemptWorker) resting() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Now().Before(w.restUntil)
+}
+
+func (w *attemptWorker) healthy() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.faults = 0
 }
 
 func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
@@ -193,6 +239,9 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	case w.slots <- struct{}{}:
 		defer func() { <-w.slots }()
 	default:
+		return river.JobSnooze(time.Second)
+	}
+	if w.resting() {
 		return river.JobSnooze(time.Second)
 	}
 	a := job.Args
@@ -227,6 +276,12 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	case errors.Is(err, ErrElsewhere):
 		l.drop(ctx)
 		return river.JobSnooze(time.Second)
+	case IsWorkerFault(err):
+		l.drop(ctx)
+		rest := w.rest()
+		w.opts.Logger.WarnContext(ctx, "this worker cannot run attempts; it leaves them to other workers for a while",
+			slog.Duration("rest", rest), slog.String("error", err.Error()))
+		return river.JobSnooze(time.Second)
 	case err != nil:
 		// The lease outlives the try for a moment, until River records
 		// the failure, so that the run does not take the attempt for a
@@ -239,6 +294,7 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	// ended, a moment later: the lease is kept over that gap, so that
 	// the run does not take the finished attempt for a dead worker's and
 	// queue it again. The run drops it once it has the result.
+	w.healthy()
 	l.last(ctx, l.ttl, "finished; recording the result")
 	res.Worker = w.opts.Name
 	return river.RecordOutput(ctx, res)

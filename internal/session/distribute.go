@@ -281,6 +281,11 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 				return nodes.AttemptResult{}, queue.ErrElsewhere
 			}
 			p, err := get(ctx, a)
+			if err != nil && !queue.IsWorkerFault(err) {
+				// The run's config or model cannot be used in this clone
+				// (another version, a missing tool): another worker may.
+				err = fmt.Errorf("%w: %w", nodes.ErrWorkerSetup, err)
+			}
 			if err == nil && !baseHere(ctx, repo, p.Remote, a) {
 				return nodes.AttemptResult{}, queue.ErrElsewhere
 			}
@@ -295,6 +300,8 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 			defer func() {
 				switch {
 				case errors.Is(err, queue.ErrElsewhere):
+				case queue.IsWorkerFault(err):
+					say("cannot run it here, left to other workers while this one rests: %s", clip.Line(err.Error(), 200))
 				case err != nil:
 					say("failed here, back to the queue: %s", clip.Line(err.Error(), 200))
 				default:
