@@ -26,8 +26,12 @@ type DispatcherOpts struct {
 	// Project names the run's repository, as jobs carry it.
 	Project string
 	// Poll is how often the job is looked at while it runs; 250ms when 0.
-	Poll   time.Duration
-	Logger *slog.Logger
+	Poll time.Duration
+	// NoWorkerAfter is how long a queued attempt waits before the
+	// dispatcher looks whether any worker is there to take it, and then
+	// how often; 10s when 0.
+	NoWorkerAfter time.Duration
+	Logger        *slog.Logger
 }
 
 // Dispatcher queues a run's attempts as River jobs and waits for their
@@ -50,6 +54,9 @@ func NewDispatcher(db Store, opts *DispatcherOpts) (*Dispatcher, error) {
 	}
 	if d.opts.Poll <= 0 {
 		d.opts.Poll = 250 * time.Millisecond
+	}
+	if d.opts.NoWorkerAfter <= 0 {
+		d.opts.NoWorkerAfter = 10 * time.Second
 	}
 	if d.opts.Logger == nil {
 		d.opts.Logger = slog.New(slog.DiscardHandler)
@@ -83,6 +90,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 	}
 	t := time.NewTicker(d.opts.Poll)
 	defer t.Stop()
+	queued := time.Now()
+	var lookedForWorkers time.Time
+	waiting := nodes.Activity{Tool: "queue", Summary: "waiting for a worker"}
 	for {
 		row, err := d.client.JobGet(ctx, id)
 		switch {
@@ -110,7 +120,18 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 					say(a)
 				}
 			default:
-				say(nodes.Activity{Tool: "queue", Summary: "waiting for a worker"})
+				if after := d.opts.NoWorkerAfter; time.Since(queued) >= after && time.Since(lookedForWorkers) >= after {
+					// A queue nobody takes from waits forever: say so, once
+					// it has waited a while, and how to start a worker.
+					lookedForWorkers = time.Now()
+					if n, err := Slots(ctx, d.db, job.RunID, d.opts.Project); err == nil {
+						waiting.Summary = "waiting for a worker"
+						if n <= 0 {
+							waiting.Summary = "waiting for a worker: none is taking this repository's attempts; start `taskloom worker --db …` in a clone of it"
+						}
+					}
+				}
+				say(waiting)
 			}
 		}
 		select {

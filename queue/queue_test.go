@@ -406,3 +406,37 @@ func TestWorkerKeepsItsConcurrencyAcrossQueues(t *testing.T) {
 	require.NoError(t, <-errs)
 	require.EqualValues(t, 1, most.Load(), "a worker of concurrency 1 ran attempts side by side")
 }
+
+// An attempt queued where no worker takes this repository's attempts says
+// so, with how to start one, instead of waiting without a word; once a
+// worker is there, it is taken.
+func TestQueueWithoutWorkersSaysSo(t *testing.T) {
+	ctx := context.Background()
+	_, runDir, workerDir := repos(t)
+	db := newDB(t)
+	run, wrk := open(t, runDir), open(t, workerDir)
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Poll: 50 * time.Millisecond, NoWorkerAfter: 200 * time.Millisecond})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var said []string
+	hinted := make(chan struct{})
+	var once sync.Once
+	go func() {
+		<-hinted
+		startWriter(t, db, "late:3", wrk, nil)
+	}()
+	res, err := d.Dispatch(ctx, job(t, run, "r5", "T1"), func(a nodes.Activity) {
+		mu.Lock()
+		defer mu.Unlock()
+		said = append(said, a.Summary)
+		if strings.Contains(a.Summary, "none is taking") {
+			once.Do(func() { close(hinted) })
+		}
+	})
+	require.NoError(t, err)
+	require.Equal(t, "late:3", res.Worker)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, "waiting for a worker", said[0])
+	require.Equal(t, "waiting for a worker: none is taking this repository's attempts; start `taskloom worker --db …` in a clone of it", said[1])
+}
