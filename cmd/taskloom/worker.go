@@ -50,7 +50,7 @@ func newWorkerCmd(a *app) *cobra.Command {
 			if errors.Is(err, context.Canceled) {
 				// Stopped by the user: what it held goes back to the
 				// queue, for another worker or the run itself.
-				fmt.Fprintln(a.stdout, "taskloom worker stopped; the attempts it held go back to the queue")
+				fmt.Fprintln(a.stdout, "taskloom worker stopped; an attempt it held goes back to the queue")
 				return withCode(exitInterrupted, nil)
 			}
 			return err

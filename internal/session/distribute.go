@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/config"
 	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/internal/proc"
@@ -109,6 +110,9 @@ func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.Work
 			if l.TaskID == w.TaskID && l.Attempt == w.Attempt {
 				ws[i].Host = l.Worker
 				ws[i].Activity = strings.TrimSpace(l.Tool + " " + l.Summary)
+				if l.Summary == agent.WaitingForModel {
+					ws[i].Activity = l.Summary // not "model waiting for the model"
+				}
 				held = true
 			}
 		}
