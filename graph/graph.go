@@ -269,6 +269,8 @@ func (g *Graph[S]) link() {
 					n.next = append(n.next, taskSpec{Node: to, node: g.nodes[to]})
 				}
 			}
+			// Steps borrow the list: an append to it must copy.
+			n.next = slices.Clip(n.next)
 			if rt := g.routers[n.name]; rt != nil {
 				rt.specs = make([]taskSpec, len(rt.targets))
 				for i, to := range rt.targets {

@@ -1064,9 +1064,13 @@ func (t *thread[S]) stepLone(ctx context.Context) (bool, error) {
 		t.runTask(ctx, step, 0, res, false, true)
 	}
 	if res.err != nil || len(res.interrupts) > 0 {
-		return t.stopAt(ctx, step, results, false)
+		if stop, err := t.stopAt(ctx, step, results, false); stop {
+			return true, err
+		}
 	}
-	t.r.sc.merge(&t.state, &res.update)
+	if res.live {
+		t.r.sc.merge(&t.state, &res.update)
+	}
 	next, buf, err := t.routeLone(ctx, n)
 	if err != nil {
 		return true, err
