@@ -76,9 +76,8 @@ type Failure struct {
 
 // Verdict is the outcome of a verification.
 type Verdict struct {
-	// Passed is decided by the exit codes (and the files to create), but
-	// a report's failing tests fail it, and so do the task's test files
-	// when their report shows that they ran no test (RanNone).
+	// Passed is decided by the exit codes (and the files to create): the
+	// parsed results only explain a failure.
 	Passed   bool `json:"passed"`
 	ExitCode int  `json:"exit_code"`
 	TimedOut bool `json:"timed_out,omitempty"`
@@ -98,12 +97,8 @@ type Verdict struct {
 	// MissingFiles lists the files to create and the test files that do
 	// not exist. A test file that was never written runs no test, and a
 	// runner such as go test passes on a package without tests.
-	MissingFiles []string `json:"missing_files,omitempty"`
-	// RanNone: the task's test files ran, by their runner's report, no
-	// test, or only skipped ones (a test named so that its runner never
-	// runs it, a build tag, a skip).
-	RanNone  bool          `json:"ran_none,omitempty"`
-	Duration time.Duration `json:"duration"`
+	MissingFiles []string      `json:"missing_files,omitempty"`
+	Duration     time.Duration `json:"duration"`
 }
 
 // Run verifies the worktree dir: it checks that spec's files to create
@@ -167,26 +162,11 @@ func Run(ctx context.Context, dir string, spec Spec, opts *Opts) (Verdict, error
 		if len(cmds) > 1 {
 			v.Output = "$ " + strings.Join(argv, " ") + "\n" + v.Output
 		}
-		if i < len(scoped) && v.Passed && structured(v.Format) && v.Total-v.Skipped <= 0 {
-			// The task's tests pass by running none: no test was written
-			// that its runner runs.
-			v.Passed, v.RanNone = false, true
-		}
 		vs = append(vs, v)
 	}
 	v := merge(base, vs)
 	v.Duration = time.Since(start)
 	return v, nil
-}
-
-// structured reports whether a verdict's counts come from its runner's
-// machine-readable report.
-func structured(format string) bool {
-	switch format {
-	case FormatGoJSON, FormatPytestJUnit, FormatJestJSON, FormatVitestJSON:
-		return true
-	}
-	return false
 }
 
 func allPassed(vs []Verdict) bool {
@@ -266,7 +246,6 @@ func merge(base Verdict, vs []Verdict) Verdict {
 			base.ExitCode = v.ExitCode
 		}
 		base.TimedOut = base.TimedOut || v.TimedOut
-		base.RanNone = base.RanNone || v.RanNone
 		base.Failed += v.Failed
 		base.Failures = append(base.Failures, v.Failures...)
 		formats = append(formats, v.Format)

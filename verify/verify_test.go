@@ -498,10 +498,6 @@ func TestVerifyGoTest(t *testing.T) {
 		"double/double_test.go": "package double\n\nimport \"testing\"\n\n" +
 			"func TestDouble(t *testing.T) {\n\tif got := Double(2); got != 4 {\n\t\tt.Errorf(\"Double(2) = %d, want 4\", got)\n\t}\n}\n\n" +
 			"func TestZero(t *testing.T) {\n\tt.Skip(\"later\")\n}\n",
-		// Tests that go test never runs, or skips.
-		"idle/idle_test.go": "package idle\n\nimport \"testing\"\n\n" +
-			"func testIdle(t *testing.T) { t.Fatal(\"never runs\") }\n\n" +
-			"func TestLater(t *testing.T) { t.Skip(\"later\") }\n",
 		// A TestMain that exits 0 whatever the tests did.
 		"hush/hush_test.go": "package hush\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\n" +
 			"func TestMain(m *testing.M) { m.Run(); os.Exit(0) }\n\n" +
@@ -556,20 +552,6 @@ func TestVerifyGoTest(t *testing.T) {
 		require.Contains(t, ec, "1 of 3 tests failed (go test, exit code 1)")
 		require.Contains(t, ec, "--- FAIL: TestDouble (example.com/v/double)")
 		require.Contains(t, ec, "Double(2) = 5, want 4")
-	})
-
-	t.Run("the task's test file runs no test", func(t *testing.T) {
-		t.Parallel()
-		rep, err := Run(ctx, dir, Spec{TestFiles: []string{"idle/idle_test.go"}}, &Opts{Env: goEnv})
-		require.NoError(t, err)
-		require.Zero(t, rep.ExitCode)
-		require.False(t, rep.Passed)
-		require.True(t, rep.RanNone)
-		require.Contains(t, rep.ErrorContext(1000), "the task's test files ran no test (1 skipped): a test its runner runs must pass")
-
-		rep, err = Run(ctx, dir, Spec{Command: []string{"go", "test", "./idle"}}, &Opts{Env: goEnv})
-		require.NoError(t, err)
-		require.True(t, rep.Passed, "the suite is the project's: its skips are its own")
 	})
 
 	t.Run("a test fails, though go test exits 0", func(t *testing.T) {
