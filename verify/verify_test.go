@@ -621,6 +621,22 @@ exit 1
 		require.Equal(t, 3, rep.Failed)
 	})
 
+	// A project whose own test runs a pytest on a fixture meant to fail
+	// (a plugin's tests, a tool that wraps pytest), behind a command
+	// taskloom does not know: that pytest writes the report
+	// PYTEST_ADDOPTS asks for, but the command's exit 0 decides.
+	t.Run("a report through PYTEST_ADDOPTS does not fail an exit 0", func(t *testing.T) {
+		t.Parallel()
+		bin := fakeRunner(t, "check.sh", `f=$(printf '%s\n' "$PYTEST_ADDOPTS" | sed -n 's/.*--junitxml=\([^ ]*\).*/\1/p')
+cp "$SAMPLES/pytest_fail.xml" "$f"
+exit 0
+`)
+		rep, err := Run(ctx, t.TempDir(), Spec{Command: []string{filepath.Join(bin, "check.sh")}}, &Opts{Env: []string{"SAMPLES=" + testdata}})
+		require.NoError(t, err)
+		require.Equal(t, FormatPytestJUnit, rep.Format, "the report was written and read")
+		require.True(t, rep.Passed, rep.ErrorContext(500))
+	})
+
 	t.Run("pytest without xml falls back to the summary", func(t *testing.T) {
 		t.Parallel()
 		bin := fakeRunner(t, "pytest", `cat "$SAMPLES/pytest_quiet.txt"; exit 1`)
