@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/graph/checkpoint/checkpointtest"
 	"github.com/taskloom/taskloom/internal/testkit"
+	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/queue"
@@ -439,4 +441,50 @@ func TestQueueWithoutWorkersSaysSo(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, "waiting for a worker", said[0])
 	require.Equal(t, "waiting for a worker: none is taking this repository's attempts; start `taskloom worker --db …` in a clone of it", said[1])
+}
+
+// A worker's fault is a run's (its key, its model, its config): the
+// worker leaves that run's attempts to others and takes another run's at
+// once. A run's own workers never rest: their fault fails the try, as any
+// error does, for the run to see.
+func TestWorkerFaultRestsOnlyThatRun(t *testing.T) {
+	ctx := context.Background()
+	_, runDir, _ := repos(t)
+	db := newDB(t)
+	run := open(t, runDir)
+	stop, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "box:1", Concurrency: 2, Poll: 100 * time.Millisecond,
+		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
+			if a.RunID == "rA" {
+				return nodes.AttemptResult{}, fmt.Errorf("model spec %q: %w", "openai:x", llm.ErrMissingKey)
+			}
+			return nodes.AttemptResult{Note: "ok"}, nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	d, err := queue.NewDispatcher(db, &queue.DispatcherOpts{Lease: 5 * time.Second, Poll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	actx, cancelA := context.WithCancel(ctx)
+	defer cancelA()
+	go func() { _, _ = d.Dispatch(actx, job(t, run, "rA", "T1"), func(nodes.Activity) {}) }()
+	time.Sleep(time.Second) // A's fault, and the rest it starts
+	bctx, cancelB := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelB()
+	res, err := d.Dispatch(bctx, job(t, run, "rB", "T1"), func(nodes.Activity) {})
+	require.NoError(t, err, "run B waits behind run A's fault")
+	require.Equal(t, "ok", res.Note)
+
+	stop() // rC's job is its own workers' alone
+	own, err := queue.Start(ctx, db, &queue.WorkOpts{Name: "driver:2", RunID: "rC", Poll: 100 * time.Millisecond,
+		Run: func(ctx context.Context, a queue.Args) (nodes.AttemptResult, error) {
+			return nodes.AttemptResult{}, fmt.Errorf("implement %s: %w", a.TaskID, agent.ErrProviderRefused)
+		}})
+	require.NoError(t, err)
+	t.Cleanup(own)
+	cctx, cancelC := context.WithCancel(ctx)
+	defer cancelC()
+	go func() { _, _ = d.Dispatch(cctx, job(t, run, "rC", "T1"), func(nodes.Activity) {}) }()
+	require.Eventually(t, func() bool {
+		var tries int
+		return db.Pool().QueryRow(ctx, `SELECT coalesce(array_length(errors, 1), 0) FROM river_job WHERE args->>'run_id' = 'rC'`).Scan(&tries) == nil && tries > 0
+	}, 10*time.Second, 100*time.Millisecond, "the run's own worker fails the try, for the run to see")
 }

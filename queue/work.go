@@ -26,9 +26,9 @@ var ErrElsewhere = errors.New("this attempt is for other workers")
 // IsWorkerFault reports whether err, an attempt's failure, is the
 // worker's own and not the attempt's: its clone cannot serve attempts
 // (nodes.ErrWorkerSetup), or its model provider has no key for it
-// (llm.ErrMissingKey) or refuses the one it has. Such a job goes back to
-// the queue for another worker without counting a try, and the worker
-// rests before it takes another.
+// (llm.ErrMissingKey) or refuses the one it has. A `taskloom worker`
+// puts such a job back for another worker without counting a try, and
+// leaves that run's attempts alone for a while.
 func IsWorkerFault(err error) bool {
 	return errors.Is(err, nodes.ErrWorkerSetup) || errors.Is(err, llm.ErrMissingKey) || errors.Is(err, agent.ErrProviderRefused)
 }
@@ -199,39 +199,46 @@ type attemptWorker struct {
 	// back for another worker, which costs it no try.
 	slots chan struct{}
 
-	// A worker at fault (IsWorkerFault) takes no job until restUntil,
-	// longer after each fault in a row.
+	// A worker at fault (IsWorkerFault) takes no job of that run until
+	// restUntil, longer after each fault in a row: a key, a model or a
+	// config is a run's.
 	mu        sync.Mutex
-	restUntil time.Time
-	faults    int
+	restUntil map[string]time.Time
+	faults    map[string]int
 }
 
 // faultRest is how long a worker rests after its first fault in a row;
 // it doubles with each next one, up to 8 times as long.
 const faultRest = 30 * time.Second
 
-// rest records a fault of this worker's and returns how long it rests.
-func (w *attemptWorker) rest() time.Duration {
+// rest records a fault of this worker's with run's attempts and returns
+// how long it leaves them alone.
+func (w *attemptWorker) rest(run string) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.faults++
-	d := faultRest << min(w.faults-1, 3)
-	w.restUntil = time.Now().Add(d)
+	if w.faults == nil {
+		w.faults, w.restUntil = map[string]int{}, map[string]time.Time{}
+	}
+	w.faults[run]++
+	d := faultRest << min(w.faults[run]-1, 3)
+	w.restUntil[run] = time.Now().Add(d)
 	return d
 }
 
-// resting reports whether the worker rests after a fault; a job that
-// ends well clears its faults.
-func (w *attemptWorker) resting() bool {
+// resting reports whether the worker leaves run's attempts alone after a
+// fault.
+func (w *attemptWorker) resting(run string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return time.Now().Before(w.restUntil)
+	return time.Now().Before(w.restUntil[run])
 }
 
-func (w *attemptWorker) healthy() {
+// healthy clears the faults of run, one of whose attempts ended well here.
+func (w *attemptWorker) healthy(run string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.faults = 0
+	delete(w.faults, run)
+	delete(w.restUntil, run)
 }
 
 func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
@@ -241,10 +248,10 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	default:
 		return river.JobSnooze(time.Second)
 	}
-	if w.resting() {
+	a := job.Args
+	if w.resting(a.RunID) {
 		return river.JobSnooze(time.Second)
 	}
-	a := job.Args
 	lease := a.Lease
 	if lease <= 0 {
 		lease = 30 * time.Second
@@ -276,9 +283,11 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	case errors.Is(err, ErrElsewhere):
 		l.drop(ctx)
 		return river.JobSnooze(time.Second)
-	case IsWorkerFault(err):
+	case w.opts.RunID == "" && IsWorkerFault(err):
+		// A run's own workers stop the run instead (the try fails): with
+		// no other worker, the run would wait for ever.
 		l.drop(ctx)
-		rest := w.rest()
+		rest := w.rest(a.RunID)
 		w.opts.Logger.WarnContext(ctx, "this worker cannot run attempts; it leaves them to other workers for a while",
 			slog.Duration("rest", rest), slog.String("error", err.Error()))
 		return river.JobSnooze(time.Second)
@@ -294,7 +303,7 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	// ended, a moment later: the lease is kept over that gap, so that
 	// the run does not take the finished attempt for a dead worker's and
 	// queue it again. The run drops it once it has the result.
-	w.healthy()
+	w.healthy(a.RunID)
 	l.last(ctx, l.ttl, "finished; recording the result")
 	res.Worker = w.opts.Name
 	return river.RecordOutput(ctx, res)
