@@ -93,3 +93,22 @@ func TestAttemptsThatWeakenTheTestsFail(t *testing.T) {
 	require.FileExists(t, filepath.Join(dir, "calc", "old_test.go"))
 	require.FileExists(t, filepath.Join(dir, "calc", "kept_test.go"))
 }
+
+// What the guard counts as a test's source, and which package.json
+// scripts it compares.
+func TestTestGuardNames(t *testing.T) {
+	t.Parallel()
+	for f, want := range map[string]bool{
+		"calc/add_test.go":                         true,
+		"tests/test_cart.py":                       true,
+		"src/__tests__/cart.js":                    true,
+		"src/__tests__/__snapshots__/cart.js.snap": false,
+		"src/__tests__/fixtures/data.json":         false,
+		"calc/add.go":                              false,
+	} {
+		require.Equal(t, want, isTestSource(f), f)
+	}
+	before := []byte(`{"scripts": {"test": "npm run test:unit", "test:unit": "jest", "build": "tsc"}}`)
+	after := []byte(`{"scripts": {"test": "npm run test:unit", "test:unit": "exit 0", "pretest": "true", "build": "tsc"}}`)
+	require.Equal(t, []string{"test", "pretest", "test:unit", "e2e"}, npmScripts([][]string{{"npm", "run", "e2e"}}, before, after))
+}
