@@ -363,8 +363,16 @@ type state struct {
 // close ends the session and, for a stdio server, kills what is left of
 // its process group.
 func (st *state) close() error {
+	ended := false
+	select {
+	case <-st.done:
+		ended = true // its group went when it ended
+	default:
+	}
 	err := st.sess.Close()
-	proc.KillGroup(st.cmd)
+	if !ended {
+		proc.KillGroup(st.cmd)
+	}
 	return err
 }
 
@@ -495,6 +503,11 @@ func (s *server) start(ctx context.Context) (_ *state, err error) {
 	st := &state{sess: sess, cmd: cmd, done: make(chan struct{}), tools: map[string]tool{}}
 	go func() {
 		_ = sess.Wait()
+		// A server that died is a zombie until the session is closed,
+		// which keeps its process group's number its own: what it left
+		// running goes now, not when it is started again (by then the
+		// number may be another's).
+		proc.KillGroup(cmd)
 		close(st.done)
 	}()
 	caps := sess.InitializeResult().Capabilities
