@@ -217,9 +217,10 @@ func (s *Syncer) unsynced() int {
 	return n
 }
 
-// pass brings every task's issue to its wanted state. A task that fails
-// does not hold up the others: the first failure is returned, for the
-// retry, once every task was tried.
+// pass brings every task's issue to its wanted state. A task whose issue
+// is gone does not hold up the others: the first such failure is
+// returned, for the retry, once every task was tried. Any other failure
+// (Linear away, a rate limit) stops the pass at once.
 func (s *Syncer) pass(ctx context.Context) (err error) {
 	defer func() {
 		s.mu.Lock()
@@ -244,8 +245,8 @@ func (s *Syncer) pass(ctx context.Context) (err error) {
 	var first error
 	for _, k := range keys {
 		if err := s.syncTask(ctx, k); err != nil {
-			if ctx.Err() != nil || errors.Is(err, ErrUnauthorized) {
-				return err // no other task would fare better
+			if !errors.Is(err, ErrNotFound) {
+				return err // Linear is away or refuses: no other task fares better
 			}
 			if first == nil {
 				first = err
