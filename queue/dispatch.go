@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,7 +92,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 	t := time.NewTicker(d.opts.Poll)
 	defer t.Stop()
 	queued := time.Now()
-	var lookedForWorkers time.Time
+	var lookedForWorkers, lookedForFault time.Time
+	fault := "" // what waiting.Summary ends with from a worker's fault
 	waiting := nodes.Activity{Tool: "queue", Summary: "waiting for a worker"}
 	for {
 		row, err := d.client.JobGet(ctx, id)
@@ -120,6 +122,16 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 					say(a)
 				}
 			default:
+				if time.Since(lookedForFault) >= faultLook {
+					// A worker that could not run it says why on its lease.
+					lookedForFault = time.Now()
+					waiting.Summary = strings.TrimSuffix(waiting.Summary, fault)
+					fault = ""
+					if l, err := d.db.GetLease(ctx, id); err == nil && !l.Lapsed && l.Tool == FaultTool {
+						fault = fmt.Sprintf("; %s cannot run it: %s", l.Worker, l.Summary)
+						waiting.Summary += fault
+					}
+				}
 				if after := d.opts.NoWorkerAfter; time.Since(queued) >= after && time.Since(lookedForWorkers) >= after {
 					// A queue nobody takes from waits forever: say so, once
 					// it has waited a while, and how to start a worker.
@@ -129,6 +141,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 						if n <= 0 {
 							waiting.Summary = "waiting for a worker: none is taking this repository's attempts; start `taskloom worker --db …` in a clone of it"
 						}
+						waiting.Summary += fault
 					}
 				}
 				say(waiting)
@@ -141,6 +154,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job nodes.AttemptJob, progres
 		}
 	}
 }
+
+// faultLook is how often a waiting attempt's lease is read for a worker's
+// fault.
+const faultLook = 2 * time.Second
 
 // dropLease deletes the lease a worker kept on a job that has ended.
 func (d *Dispatcher) dropLease(ctx context.Context, jobID int64) {

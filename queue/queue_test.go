@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,8 +214,24 @@ func TestWorkerThatCannotReachTheRemoteLeavesTheAttemptToAnother(t *testing.T) {
 	t.Cleanup(stopBad)
 	first, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() { _, _ = d.Dispatch(first, j, func(nodes.Activity) {}) }()
+	var mu sync.Mutex
+	var said []string
+	go func() {
+		_, _ = d.Dispatch(first, j, func(a nodes.Activity) {
+			mu.Lock()
+			defer mu.Unlock()
+			said = append(said, a.Summary)
+		})
+	}()
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "this worker cannot run attempts") }, 20*time.Second, 100*time.Millisecond)
+	// The run says why it waits.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.ContainsFunc(said, func(s string) bool {
+			return strings.HasPrefix(s, "waiting for a worker; lost:1 cannot run it: this worker's clone cannot serve the attempt: ")
+		})
+	}, 10*time.Second, 100*time.Millisecond, "%q", said)
 	require.Contains(t, logs.String(), "fetch refs/taskloom/bases/r3/T1/1 from origin")
 	require.Equal(t, 1, strings.Count(logs.String(), "this worker cannot run attempts"), "it rests rather than take the job again")
 	startWriter(t, db, "good:2", good, nil)

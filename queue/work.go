@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/taskloom/taskloom/agent"
+	"github.com/taskloom/taskloom/internal/clip"
 	"github.com/taskloom/taskloom/llm"
 	"github.com/taskloom/taskloom/nodes"
 	"github.com/taskloom/taskloom/store"
@@ -207,6 +208,10 @@ type attemptWorker struct {
 	faults    map[string]int
 }
 
+// FaultTool is the Tool of the lease a worker at fault leaves on a job it
+// put back: its Summary says why the worker cannot run it.
+const FaultTool = "fault"
+
 // faultRest is how long a worker rests after its first fault in a row;
 // it doubles with each next one, up to 8 times as long.
 const faultRest = 30 * time.Second
@@ -286,8 +291,11 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	case w.opts.RunID == "" && IsWorkerFault(err):
 		// A run's own workers stop the run instead (the try fails): with
 		// no other worker, the run would wait for ever.
-		l.drop(ctx)
 		rest := w.rest(a.RunID)
+		// The lease says why while this worker rests, for the run to show
+		// beside "waiting for a worker"; a worker that takes the job
+		// replaces it.
+		_, _ = w.db.RenewLease(context.WithoutCancel(ctx), job.ID, w.opts.Name, rest, FaultTool, clip.Line(err.Error(), 300))
 		w.opts.Logger.WarnContext(ctx, "this worker cannot run attempts; it leaves them to other workers for a while",
 			slog.Duration("rest", rest), slog.String("error", err.Error()))
 		return river.JobSnooze(time.Second)

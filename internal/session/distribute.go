@@ -107,6 +107,12 @@ func (s *Session) MarkWorkers(ctx context.Context, runID string, ws []nodes.Work
 	for i, w := range ws {
 		held := false
 		for _, l := range leases {
+			if l.TaskID == w.TaskID && l.Attempt == w.Attempt && l.Tool == queue.FaultTool {
+				// Not held: put back by a worker that cannot run it.
+				ws[i].Activity = fmt.Sprintf("queued; %s cannot run it: %s", l.Worker, l.Summary)
+				held = true
+				continue
+			}
 			if l.TaskID == w.TaskID && l.Attempt == w.Attempt {
 				ws[i].Host = l.Worker
 				ws[i].Activity = strings.TrimSpace(l.Tool + " " + l.Summary)
