@@ -258,7 +258,10 @@ func (m *Manager) advanceMain(ctx context.Context, w *Worktree, old, next string
 	// and, in a checkout, the files of the task half written.
 	move := gitCmd{dir: m.root, args: []string{"update-ref", "-m", "taskloom: integrate " + w.ID(), m.mainRef, next, old}, outlive: true, timeout: moveTimeout}
 	if checkout != "" {
-		move = gitCmd{dir: checkout, args: []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false", "merge", "-q", "--ff-only", "--no-stat", next}, outlive: true, timeout: moveTimeout}
+		// Git takes ignored files for expendable: a commit that adds one
+		// would write over the user's own (.env, a local config), which
+		// is refused instead, naming it, as an untracked file is.
+		move = gitCmd{dir: checkout, args: []string{"-c", "gc.auto=0", "-c", "maintenance.auto=false", "merge", "-q", "--ff-only", "--no-overwrite-ignore", "--no-stat", next}, outlive: true, timeout: moveTimeout}
 	}
 	_, moveErr := m.run(ctx, move)
 	if moveErr == nil {

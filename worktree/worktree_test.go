@@ -361,6 +361,26 @@ func TestMainNotCheckedOutInTheMainFolder(t *testing.T) {
 		require.ErrorContains(t, err, "a.txt")
 		require.ErrorContains(t, err, "commit, stash or move them")
 		require.Equal(t, mainBefore, snapshot(t, elsewhere))
+		gitT(t, elsewhere, "checkout", "--", "a.txt")
+
+		// Nor does a commit that adds a file the user's checkout holds
+		// ignored (a worker's git add -f) write over theirs.
+		exclude := gitT(t, elsewhere, "rev-parse", "--path-format=absolute", "--git-path", "info/exclude")
+		f, err := os.OpenFile(exclude, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		_, err = f.WriteString("\n.env\n")
+		require.NoError(t, errors.Join(err, f.Close()))
+		write(t, elsewhere, ".env", "DATABASE_URL=the user's\n")
+		w4, err := m.Create(ctx, "r1", "T4", 1)
+		require.NoError(t, err)
+		write(t, w4.Path, ".env", "DATABASE_URL=the worker's\n")
+		gitT(t, w4.Path, "add", "-f", ".env")
+		_, _, err = m.Commit(ctx, w4, "T4")
+		require.NoError(t, err)
+		_, err = m.Integrate(ctx, w4)
+		require.ErrorIs(t, err, worktree.ErrDirty)
+		require.ErrorContains(t, err, ".env")
+		require.Equal(t, "DATABASE_URL=the user's\n", read(t, elsewhere, ".env"))
 	})
 }
 
