@@ -161,10 +161,33 @@ func (s *Session) Pipeline(ctx context.Context, runID, productPath string, meta 
 		Workers:       meta.Workers,
 		MaxAttempts:   cfg.MaxAttempts,
 		WorkerTimeout: cfg.Worker.Timeout.Duration,
-		Secrets:       proc.NewRedactor(os.Environ(), cfg.Sandbox.EnvAllow),
+		Secrets:       proc.NewRedactor(append(os.Environ(), configSecrets(cfg, s.DBURL)...), cfg.Sandbox.EnvAllow),
 		Logger:        s.Logger,
 		CrashFunc:     crashFunc(),
 	}, nil
+}
+
+// configSecrets returns the credentials the config holds, as NAME=value
+// pairs a Redactor takes: the database's password, and MCP servers' env
+// values and URL tokens. A worker can read the config file, and an
+// attempt whose commit holds one of them is never committed, as with the
+// environment's.
+func configSecrets(cfg config.Config, dbURL string) []string {
+	var out []string
+	for _, u := range []string{cfg.Database.URL, dbURL} {
+		for _, v := range config.URLSecrets(u) {
+			out = append(out, "database.url (its password)="+v)
+		}
+	}
+	for _, srv := range cfg.MCP.Servers {
+		for name, v := range srv.Env {
+			out = append(out, fmt.Sprintf("mcp.servers %s env %s=%s", srv.Name, name, v))
+		}
+		for _, v := range config.URLSecrets(srv.URL) {
+			out = append(out, fmt.Sprintf("mcp.servers %s url (its token)=%s", srv.Name, v))
+		}
+	}
+	return out
 }
 
 // worker builds the configured worker.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/planner"
 	"github.com/taskloom/taskloom/verify"
@@ -131,4 +132,17 @@ func TestRepoDir(t *testing.T) {
 	require.Equal(t, filepath.Join(repo, "svc"), RepoDir(ctx, filepath.Join(repo, "svc")))
 	outside := t.TempDir()
 	require.Equal(t, outside, RepoDir(ctx, outside))
+}
+
+// The credentials the config holds are secrets an attempt's commit may not
+// hold, as the environment's are: a worker can read the config file.
+func TestConfigSecretsAreNeverCommitted(t *testing.T) {
+	t.Parallel()
+	var cfg config.Config
+	cfg.Database.URL = "postgres://app:Sup3rS3cretPW@db.example:5432/prod"
+	cfg.MCP.Servers = []config.MCPServer{{Name: "issues", Command: []string{"srv"}, Env: map[string]string{"ISSUES_TOKEN": "tok-0123456789"}},
+		{Name: "docs", URL: "https://docs.example/mcp?token=url-0123456789"}}
+	r := proc.NewRedactor(configSecrets(cfg, "postgres://u:fl4g-0123456@127.0.0.1/x"), nil)
+	patch := "+const dsn = \"postgres://app:Sup3rS3cretPW@db.example:5432/prod\"\n+tok-0123456789\n+url-0123456789\n+fl4g-0123456\n"
+	require.ElementsMatch(t, []string{"database.url (its password)", "mcp.servers issues env ISSUES_TOKEN", "mcp.servers docs url (its token)"}, r.Find([]byte(patch)))
 }
