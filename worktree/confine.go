@@ -90,6 +90,12 @@ func (m *Manager) Confine(dir string, o ConfineOpts) (proc.Confinement, error) {
 // whose .git file is gone or points elsewhere is refused: git would run
 // against another repository there.
 func (m *Manager) adminDir(dir string) (string, error) {
+	return m.adminDirOf(dir, true)
+}
+
+// adminDirOf is adminDir; owned also checks that the metadata names dir
+// back, which a worktree taskloom has just moved does not do yet.
+func (m *Manager) adminDirOf(dir string, owned bool) (string, error) {
 	data, err := safefile.ReadTarget(filepath.Join(dir, ".git"), 0)
 	if err != nil {
 		if _, serr := os.Stat(dir); serr != nil {
@@ -111,6 +117,22 @@ func (m *Manager) adminDir(dir string) (string, error) {
 	}
 	if st, err := os.Stat(gitDir); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("worktree %s: its git metadata %s is gone: %w", dir, gitDir, ErrBroken)
+	}
+	if !owned {
+		return gitDir, nil
+	}
+	// The metadata must be this worktree's own, which names it back: a
+	// .git file pointed at another attempt's would have taskloom put that
+	// one's HEAD back, and blame it.
+	back, err := safefile.ReadTarget(filepath.Join(gitDir, "gitdir"), 0)
+	if err != nil {
+		return "", fmt.Errorf("worktree %s: its git metadata %s names no worktree: %w", dir, gitDir, ErrBroken)
+	}
+	owner := strings.TrimSpace(string(back))
+	a, aerr := os.Stat(owner)
+	b, berr := os.Stat(filepath.Join(dir, ".git"))
+	if aerr != nil || berr != nil || !os.SameFile(a, b) {
+		return "", fmt.Errorf("worktree %s: its .git points at the git metadata of another worktree (%s): %w", dir, filepath.Dir(owner), ErrBroken)
 	}
 	return gitDir, nil
 }

@@ -122,7 +122,8 @@ func (m *Manager) reuse(ctx context.Context, w *Worktree) bool {
 
 // refill points a parked worktree, now at w.Path, at w's new branch.
 func (m *Manager) refill(ctx context.Context, w *Worktree) error {
-	gitDir, err := m.adminDir(w.Path)
+	// Its metadata still names where it was parked, until just below.
+	gitDir, err := m.adminDirOf(w.Path, false)
 	if err != nil {
 		return err
 	}

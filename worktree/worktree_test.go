@@ -558,3 +558,28 @@ func TestTwoManagersIntegrateConcurrently(t *testing.T) {
 		})
 	}
 }
+
+// A worktree whose .git file a worker pointed at another attempt's git
+// metadata is broken, its own fault: the guard never puts the other
+// attempt's HEAD back, nor blames it.
+func TestGitFilePointedAtAnotherAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	repo := setup(t, "repo", map[string]string{"a.txt": "a\n"})
+	m := open(t, repo, nil)
+	w1, err := m.Create(ctx, "r1", "T1", 1)
+	require.NoError(t, err)
+	w2, err := m.Create(ctx, "r1", "T2", 1)
+	require.NoError(t, err)
+	g2, err := m.Guard(ctx, w2)
+	require.NoError(t, err)
+	g1, err := m.Guard(ctx, w1)
+	require.NoError(t, err)
+	other := gitT(t, w2.Path, "rev-parse", "--absolute-git-dir")
+	write(t, w1.Path, ".git", "gitdir: "+other+"\n")
+	require.ErrorIs(t, m.Check(w1), worktree.ErrBroken)
+	require.ErrorContains(t, m.Check(w1), "the git metadata of another worktree")
+	require.ErrorIs(t, m.Restore(ctx, g1), worktree.ErrBroken)
+	require.NoError(t, m.Restore(ctx, g2), "T2 did nothing")
+	require.Equal(t, "refs/heads/"+w2.Branch, gitT(t, w2.Path, "symbolic-ref", "HEAD"))
+}
