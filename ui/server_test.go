@@ -123,12 +123,20 @@ func TestPageAndAPI(t *testing.T) {
 				Status  string `json:"status"`
 				Attempt int    `json:"attempt"`
 			} `json:"tasks"`
-			Resume string `json:"resume"`
+			Resume     string `json:"resume"`
+			Milestones []struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			} `json:"milestones"`
 		}
 		res := do(t, h, "GET", "/api/runs/"+runID, nil, nil)
 		require.Equal(t, http.StatusOK, res.Code, res.Body.String())
 		require.NoError(t, json.Unmarshal(res.Body.Bytes(), &snap))
 		require.Equal(t, nodes.RunPaused, snap.Status)
+		require.NotEmpty(t, snap.Milestones)
+		for _, m := range snap.Milestones {
+			require.NotEqual(t, string(planner.StatusPending), m.Status, "milestone %s: the status its tasks give it now, not as planned", m.ID)
+		}
 		require.Len(t, snap.Escalations, 1)
 		require.Equal(t, "T1", snap.Escalations[0].TaskID)
 		require.Equal(t, nodes.ReasonMaxAttempts, snap.Escalations[0].Reason)

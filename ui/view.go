@@ -121,7 +121,7 @@ func (s *Server) load(ctx context.Context, runID string) (*snapshot, error) {
 	}
 	snap := &snapshot{
 		RunID: run.ID, Status: run.Status, TargetBranch: st.Branch.Get(), Product: run.ProductPath, Repo: run.Repo,
-		Model: meta.Model, Step: res.Step, Milestones: nonNil(st.Milestones.Get()),
+		Model: meta.Model, Step: res.Step, Milestones: milestones(st),
 		Summary: scheduler.Summarize(st.Tasks.Values()), Workers: nodes.Workers(res),
 		Escalations: []escalationView{}, Usage: nodes.NewUsageReport(nodes.RunUsage(st).Add(unended), meta.Model),
 		Resume: s.resumeCommand(run.ID), state: st, result: res, recorded: recorded,
@@ -350,4 +350,16 @@ func cut(s string, n int) string {
 		return s
 	}
 	return s[:n] + fmt.Sprintf("\n… %d more bytes", len(s)-n)
+}
+
+// milestones are the run's milestones, each with the status its tasks
+// give it now (as status shows it): the plan stored them as they were
+// planned.
+func milestones(st nodes.State) []planner.Milestone {
+	ms := slices.Clone(nonNil(st.Milestones.Get()))
+	tasks := st.Tasks.Values()
+	for i := range ms {
+		ms[i].Status = planner.MilestoneStatus(ms[i].ID, tasks)
+	}
+	return ms
 }
