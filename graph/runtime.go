@@ -385,13 +385,19 @@ func (t *thread[S]) startRenewal(lost context.CancelCauseFunc) {
 		// runtime's clock: the lease lasts until renewed+ttl at least.
 		renewed := r.clock.Now()
 		wait := ttl / 3
+		// failed is the last renewal's error since the last success: the
+		// reason, when the lease lapses, is the store's silence.
+		var failed error
 		for {
 			if err := sleep(ctx, r.clock, wait); err != nil {
 				return
 			}
 			left := renewed.Add(ttl).Sub(r.clock.Now())
 			if left <= 0 {
-				giveUp(&LeaseLostError{ThreadID: t.id, Err: errors.New("not renewed in time")})
+				if failed == nil {
+					failed = errors.New("not renewed in time")
+				}
+				giveUp(&LeaseLostError{ThreadID: t.id, Err: failed})
 				return
 			}
 			// A saver that retries on its own must not wait past the lapse.
@@ -414,8 +420,9 @@ func (t *thread[S]) startRenewal(lost context.CancelCauseFunc) {
 				giveUp(&LeaseLostError{ThreadID: t.id})
 				return
 			case err == nil:
-				renewed, wait = r.clock.Now(), ttl/3
+				renewed, wait, failed = r.clock.Now(), ttl/3, nil
 			default:
+				failed = err
 				r.log.WarnContext(ctx, "lease renewal failed; retrying", slog.String("thread_id", t.id), slog.Any("error", err))
 				if !r.clock.Now().Before(renewed.Add(ttl)) {
 					giveUp(&LeaseLostError{ThreadID: t.id, Err: err})

@@ -28,6 +28,11 @@ func StoreFault(runID, flags string, err error) error {
 		return fmt.Errorf("run %s stopped: %s; resume it when the store is back: taskloom resume %s%s", runID, unreachable, runID, flags)
 	case errors.As(err, &lost) && lost.Holder != "":
 		return fmt.Errorf("run %s stopped: it lost its lease on the store: another process (%s) took the run over", runID, lost.Holder)
+	case errors.As(err, &lost) && lost.Err != nil && !errors.Is(lost.Err, checkpoint.ErrLeaseLost):
+		// The renewals failed until the lease lapsed: the store was away,
+		// not taken over.
+		return fmt.Errorf("run %s stopped: its store did not answer for as long as its lease lasts (%s); resume it when the store is back: taskloom resume %s%s",
+			runID, clip.Line(lost.Err.Error(), 200), runID, flags)
 	case errors.Is(err, checkpoint.ErrLeaseLost):
 		return fmt.Errorf("run %s stopped: it lost its lease on the store (it lapsed before it could be renewed); resume it with: taskloom resume %s%s", runID, runID, flags)
 	}

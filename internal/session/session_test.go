@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +14,8 @@ import (
 
 	"github.com/taskloom/taskloom/agent"
 	"github.com/taskloom/taskloom/config"
+	"github.com/taskloom/taskloom/graph"
+	"github.com/taskloom/taskloom/graph/checkpoint"
 	"github.com/taskloom/taskloom/internal/proc"
 	"github.com/taskloom/taskloom/internal/testkit"
 	"github.com/taskloom/taskloom/planner"
@@ -145,4 +149,17 @@ func TestConfigSecretsAreNeverCommitted(t *testing.T) {
 	r := proc.NewRedactor(configSecrets(cfg, "postgres://u:fl4g-0123456@127.0.0.1/x"), nil)
 	patch := "+const dsn = \"postgres://app:Sup3rS3cretPW@db.example:5432/prod\"\n+tok-0123456789\n+url-0123456789\n+fl4g-0123456\n"
 	require.ElementsMatch(t, []string{"database.url (its password)", "mcp.servers issues env ISSUES_TOKEN", "mcp.servers docs url (its token)"}, r.Find([]byte(patch)))
+}
+
+// A lease that lapsed because the store stopped answering names the store,
+// and how to go on; one another process took names that process.
+func TestStoreFaultOfALapsedLease(t *testing.T) {
+	t.Parallel()
+	down := &graph.LeaseLostError{ThreadID: "r1", Err: errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")}
+	require.EqualError(t, StoreFault("r1", " --db X", fmt.Errorf("run: %w", down)),
+		"run r1 stopped: its store did not answer for as long as its lease lasts (dial tcp 127.0.0.1:5432: connect: connection refused); resume it when the store is back: taskloom resume r1 --db X")
+	released := &graph.LeaseLostError{ThreadID: "r1", Err: checkpoint.ErrLeaseLost}
+	require.EqualError(t, StoreFault("r1", "", released), "run r1 stopped: it lost its lease on the store (it lapsed before it could be renewed); resume it with: taskloom resume r1")
+	taken := &graph.LeaseLostError{ThreadID: "r1", Holder: "pid 7, host h"}
+	require.EqualError(t, StoreFault("r1", "", taken), "run r1 stopped: it lost its lease on the store: another process (pid 7, host h) took the run over")
 }
