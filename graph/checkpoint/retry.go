@@ -131,7 +131,10 @@ func (r *Retrier) Do(ctx context.Context, op string, fn func(ctx context.Context
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil || ctx.Err() != nil || !r.transient(err) {
-			if err == nil || !r.transient(err) {
+			// A call cut short by its context (a deadline while the server
+			// is frozen) heard nothing from the store: the outage goes on.
+			heard := err == nil || !r.transient(err) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled)
+			if heard {
 				r.answered(ctx)
 			}
 			return err
