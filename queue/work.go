@@ -288,7 +288,7 @@ func (w *attemptWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	case errors.Is(err, ErrElsewhere):
 		l.drop(ctx)
 		return river.JobSnooze(time.Second)
-	case w.opts.RunID == "" && IsWorkerFault(err):
+	case w.opts.RunID == "" && ctx.Err() == nil && IsWorkerFault(err):
 		// A run's own workers stop the run instead (the try fails): with
 		// no other worker, the run would wait for ever.
 		rest := w.rest(a.RunID)

@@ -291,7 +291,7 @@ func (s *Session) Work(ctx context.Context, o WorkOpts) error {
 				return nodes.AttemptResult{}, queue.ErrElsewhere
 			}
 			p, err := get(ctx, a)
-			if err != nil && !queue.IsWorkerFault(err) {
+			if err != nil && ctx.Err() == nil && !queue.IsWorkerFault(err) {
 				// The run's config or model cannot be used in this clone
 				// (another version, a missing tool): another worker may.
 				err = fmt.Errorf("%w: %w", nodes.ErrWorkerSetup, err)
